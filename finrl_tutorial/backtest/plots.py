@@ -1,0 +1,192 @@
+"""Figures for backtests and training runs.
+
+Every function builds a :class:`matplotlib.figure.Figure` directly (not through
+``pyplot``), so it works under any backend, including headless ``Agg`` in CI, and does
+not accumulate open figures in ``pyplot``'s global state. Each returns the figure; in a
+notebook, a figure returned as the cell's last expression is displayed (or call
+``display(fig)``). With ``path`` given, the figure is also written there atomically:
+rendered to a temporary file in the same directory, then moved into place with
+``os.replace``, so a reader never sees a half-written image.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import matplotlib as mpl
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from .metrics import _validate_wealth, drawdown_series
+
+__all__ = ["plot_equity", "plot_learning_curve", "plot_band", "plot_bars", "save_figure"]
+
+
+def save_figure(fig: Figure, path: str | os.PathLike) -> Path:
+    """Write ``fig`` to ``path`` atomically (``dpi=120, bbox_inches='tight'``).
+
+    The image format follows the file extension (default ``savefig.format``, i.e. PNG,
+    when there is none). Missing parent directories are created. Returns the path.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fmt = path.suffix.lstrip(".").lower() or mpl.rcParams["savefig.format"]
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        fig.savefig(tmp, dpi=120, bbox_inches="tight", format=fmt)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
+
+
+def _finish(fig: Figure, path: str | os.PathLike | None) -> Figure:
+    if path is not None:
+        save_figure(fig, path)
+    return fig
+
+
+def plot_equity(
+    curves: Mapping[str, pd.Series],
+    path: str | os.PathLike | None = None,
+    title: str = "Equity curve",
+) -> Figure:
+    """Wealth curves normalised to 1.0 (top) and their drawdowns in % (bottom).
+
+    ``curves`` maps a label (strategy, agent, benchmark) to a wealth series indexed by
+    date. Top axis: ``W_t / W_0``. Bottom axis: ``100 * (W_t / max_{s<=t} W_s - 1)``,
+    filled down from 0. The two axes share the x-axis.
+    """
+    if not curves:
+        raise ValueError("plot_equity needs at least one curve")
+    fig = Figure(figsize=(10, 6), layout="constrained")
+    ax_w, ax_dd = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    for label, wealth in curves.items():
+        w = _validate_wealth(wealth, name=f"curve {label!r}")
+        norm = w / w.iloc[0]
+        dd = drawdown_series(w)
+        (line,) = ax_w.plot(norm.index, norm.to_numpy(), label=str(label), linewidth=1.2)
+        ax_dd.fill_between(
+            dd.index, 100.0 * dd.to_numpy(), 0.0, color=line.get_color(), alpha=0.25, linewidth=0
+        )
+        ax_dd.plot(dd.index, 100.0 * dd.to_numpy(), color=line.get_color(), linewidth=0.8)
+    ax_w.axhline(1.0, color="grey", linewidth=0.6, linestyle="--")
+    ax_w.set_ylabel("wealth (start = 1)")
+    ax_w.set_title(title)
+    ax_w.legend(loc="best")
+    ax_w.grid(alpha=0.3)
+    ax_dd.set_ylabel("drawdown (%)")
+    ax_dd.set_xlabel("date")
+    ax_dd.grid(alpha=0.3)
+    for tick in ax_dd.get_xticklabels():
+        tick.set_rotation(30)
+        tick.set_horizontalalignment("right")
+    return _finish(fig, path)
+
+
+def plot_learning_curve(
+    log: pd.DataFrame,
+    x: str | None = "env_steps",
+    y: str | Iterable[str] = ("train/episode_return", "valid/sharpe"),
+    path: str | os.PathLike | None = None,
+) -> Figure:
+    """One stacked subplot per ``y`` column of a training log, against column ``x``.
+
+    Columns of ``y`` missing from ``log`` are skipped; within each column, rows where
+    ``x`` or that column is NaN are dropped (train and validation metrics are usually
+    logged at different steps). ``x=None`` uses the frame's index. Raises
+    ``ValueError`` if none of the ``y`` columns is present.
+    """
+    ys = [y] if isinstance(y, str) else list(y)
+    present = [c for c in ys if c in log.columns]
+    if not present:
+        raise ValueError(f"none of the columns {ys} is in the log; it has {list(log.columns)}")
+    if x is not None and x not in log.columns:
+        raise ValueError(f"x column {x!r} is not in the log; it has {list(log.columns)}")
+    xs = log.index.to_series() if x is None else log[x]
+    xlabel = (log.index.name or "index") if x is None else x
+
+    fig = Figure(figsize=(8, 2.8 * len(present)), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(len(present), 1, sharex=True, squeeze=False)[:, 0])
+    for ax, col in zip(axes, present):
+        data = pd.DataFrame({"x": xs.to_numpy(), "y": log[col].to_numpy()}).dropna()
+        ax.plot(data["x"].to_numpy(), data["y"].to_numpy(), marker="." if len(data) < 50 else None)
+        ax.set_ylabel(col)
+        ax.set_title(col, fontsize="medium")
+        ax.grid(alpha=0.3)
+    axes[-1].set_xlabel(xlabel)
+    return _finish(fig, path)
+
+
+def plot_band(
+    curves: Mapping[str, pd.DataFrame],
+    x: str,
+    path: str | os.PathLike | None = None,
+    ylabel: str = "",
+) -> Figure:
+    """Mean line and mean ± std band over seeds, one per label.
+
+    ``curves`` maps a label to a frame indexed by ``x`` (e.g. environment steps) with
+    one column per seed. At each ``x``: ``mean = df.mean(axis=1)`` and
+    ``std = df.std(axis=1, ddof=1)`` over the seeds present (NaN ignored; std taken as
+    0 where only one seed has a value); rows with no value at all are dropped.
+    ``x`` is the x-axis label.
+    """
+    if not curves:
+        raise ValueError("plot_band needs at least one curve")
+    fig = Figure(figsize=(8, 4.5), layout="constrained")
+    ax = fig.subplots()
+    for label, df in curves.items():
+        frame = pd.DataFrame(df).sort_index().dropna(how="all")
+        if frame.empty:
+            continue
+        mean = frame.mean(axis=1).to_numpy(dtype=float)
+        std = frame.std(axis=1, ddof=1).fillna(0.0).to_numpy(dtype=float)
+        idx = frame.index.to_numpy()
+        (line,) = ax.plot(idx, mean, label=f"{label} (n={frame.shape[1]})", linewidth=1.4)
+        ax.fill_between(idx, mean - std, mean + std, color=line.get_color(), alpha=0.2, linewidth=0)
+    ax.set_xlabel(x)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="best")
+    return _finish(fig, path)
+
+
+def plot_bars(
+    values: Mapping[str, float],
+    path: str | os.PathLike | None = None,
+    ylabel: str = "",
+    log: bool = False,
+) -> Figure:
+    """Bar chart of ``values`` (label -> number), each bar annotated with its value.
+
+    Meant for throughput benchmarks (e.g. env steps per second per configuration).
+    ``log=True`` uses a log y-axis and then requires every value to be > 0.
+    """
+    if not values:
+        raise ValueError("plot_bars needs at least one value")
+    labels = [str(k) for k in values]
+    heights = np.asarray([float(v) for v in values.values()], dtype=float)
+    if not np.isfinite(heights).all():
+        raise ValueError("plot_bars values must be finite")
+    if log and (heights <= 0).any():
+        raise ValueError("log=True needs every value > 0")
+    fig = Figure(figsize=(max(5.0, 0.9 * len(labels) + 2), 4), layout="constrained")
+    ax = fig.subplots()
+    bars = ax.bar(labels, heights, color="tab:blue")
+    ax.bar_label(bars, labels=[f"{h:,.3g}" for h in heights], padding=2, fontsize="small")
+    if log:
+        ax.set_yscale("log")
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="y", alpha=0.3)
+    if len(labels) > 4:
+        for tick in ax.get_xticklabels():
+            tick.set_rotation(30)
+            tick.set_horizontalalignment("right")
+    return _finish(fig, path)

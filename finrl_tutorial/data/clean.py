@@ -1,0 +1,289 @@
+"""From a validated bar table to `MarketData`: calendar, suspensions, corporate actions,
+price limits, indicators and train-only normalisation. Nothing here looks ahead: every value
+on day ``d`` uses bars up to and including day ``d`` only.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .. import rules
+from .market import MarketData
+from .schema import PRICE_COLUMNS, DataError, feature_columns, validate_bars
+
+DEFAULT_INDICATORS = ("macd", "boll_ub", "boll_lb", "rsi_30", "cci_30", "dx_30", "close_30_sma", "close_60_sma")
+"""FinRL's default technical indicators (stockstats names)."""
+
+SSE15_SPLITS = {
+    "train": ("2015-01-05", "2017-12-29"),
+    "valid": ("2018-01-01", "2018-12-31"),
+    "test": ("2019-01-02", "2020-01-03"),
+}
+"""Default date splits of the embedded sse15 sample."""
+
+FEATURE_CLIP = 5.0
+"""Normalised features are clipped to ±5 standard deviations."""
+
+_RATIO_TOLERANCE = 1e-4  # provider pre_close equals the last close up to rounding on ordinary days
+
+
+@dataclass
+class PreparedMarket:
+    """The cleaned market and its date splits, ready for envs, trainers and backtests."""
+
+    full: MarketData
+    """The whole calendar."""
+    splits: dict[str, MarketData]
+    """``train`` / ``valid`` / ``test`` slices of ``full`` (normalisation fitted on train only)."""
+    bars: pd.DataFrame
+    """The validated bar table the arrays came from."""
+    benchmark: pd.Series | None = None
+    """An index close series (CSI 300) when the source provides one."""
+    split_dates: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """First and last trading day of each split."""
+
+    @property
+    def train(self) -> MarketData:
+        return self.splits["train"]
+
+    @property
+    def valid(self) -> MarketData:
+        return self.splits["valid"]
+
+    @property
+    def test(self) -> MarketData:
+        return self.splits["test"]
+
+    def summary(self) -> dict:
+        """Plain-Python facts for printing and for ``report.json``."""
+        info = self.full.info
+        return {
+            "source": self.full.source,
+            "tickers": list(self.full.tickers),
+            "trading_days": self.full.num_days,
+            "date_range": list(self.full.date_range()),
+            "suspended_stock_days": int(info["suspended_stock_days"]),
+            "suspended_by_ticker": dict(info["suspended_by_ticker"]),
+            "corporate_actions": list(info["corporate_actions"]),
+            "features": list(self.full.feature_names),
+            "splits": {name: {"start": a, "end": b, "days": self.splits[name].num_days}
+                       for name, (a, b) in self.split_dates.items()},
+        }
+
+
+def _reference_close(group: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """Per ticker: the ex-rights reference previous close, and whether it was *detected*.
+
+    Exact when the bars carry ``pre_close`` (tushare, baostock) or ``adj_factor``. Otherwise a
+    close-to-close move beyond the board's daily limit cannot happen in normal trading, so it
+    marks an ex-rights day; its reference price is then estimated by that day's open (the
+    opening gap is taken as the corporate action). Small dividends inside the limit cannot be
+    told apart from market moves without a provider field.
+    """
+    previous = group["close"].shift(1)
+    detected = pd.Series(False, index=group.index)
+    if "pre_close" in group and group["pre_close"].notna().any():
+        reference = group["pre_close"].where(group["pre_close"].notna(), previous)
+    elif "adj_factor" in group and group["adj_factor"].notna().any():
+        factor = group["adj_factor"].ffill()
+        reference = previous * factor.shift(1) / factor
+    else:
+        rate = rules.limit_rate(group["tic"].iloc[0], group["date"], group.get("is_st"))
+        up, down = rules.limit_prices(previous.to_numpy(), rate)
+        half_tick = rules.TICK / 2
+        beyond = (group["close"].to_numpy() < down - half_tick) | (group["close"].to_numpy() > up + half_tick)
+        detected = pd.Series(beyond & previous.notna().to_numpy(), index=group.index)
+        reference = previous.where(~detected, group["open"])
+    reference = reference.copy()
+    reference.iloc[0] = np.nan  # a first bar has no previous close
+    return reference, detected
+
+
+def _per_ticker_rows(bars: pd.DataFrame) -> pd.DataFrame:
+    """Add reference close, split ratio, limits and adjusted prices on each ticker's own rows."""
+    pieces = []
+    for _, group in bars.groupby("tic", sort=True):
+        group = group.sort_values("date").copy()
+        reference, detected = _reference_close(group)
+        previous = group["close"].shift(1)
+        ratio = (previous / reference).fillna(1.0)
+        ratio = ratio.where((ratio - 1.0).abs() > _RATIO_TOLERANCE, 1.0)
+        group["ref_close"] = reference
+        group["split_ratio"] = ratio
+        group["action_detected"] = detected
+        rate = rules.limit_rate(group["tic"].iloc[0], group["date"], group.get("is_st"))
+        up, down = rules.limit_prices(reference.to_numpy(), rate)
+        no_limit = reference.isna().to_numpy()  # first listed day: no previous close
+        computed_up = np.where(no_limit, np.inf, up)
+        computed_down = np.where(no_limit, 0.0, down)
+        group["up_limit_"] = group["up_limit"].fillna(pd.Series(computed_up, index=group.index)) \
+            if "up_limit" in group else computed_up
+        group["down_limit_"] = group["down_limit"].fillna(pd.Series(computed_down, index=group.index)) \
+            if "down_limit" in group else computed_down
+        # Back-adjusted (hfq) prices: multiply by the cumulative ratio, so past values never change.
+        cumulative = ratio.cumprod()
+        for column in PRICE_COLUMNS:
+            group[f"adj_{column}"] = group[column] * cumulative
+        group["adj_volume"] = group["volume"] / cumulative
+        pieces.append(group)
+    return pd.concat(pieces, ignore_index=True)
+
+
+def _indicators(group: pd.DataFrame, indicators) -> pd.DataFrame:
+    """stockstats indicators on one ticker's back-adjusted bars, made scale-free.
+
+    Price-like indicators become ratios to the close (``boll_ub / close - 1``, ``macd / close``)
+    so an ex-rights day or a high-priced stock does not change their scale.
+    """
+    from stockstats import StockDataFrame
+
+    frame = pd.DataFrame({
+        "date": group["date"].to_numpy(), "open": group["adj_open"].to_numpy(), "high": group["adj_high"].to_numpy(),
+        "low": group["adj_low"].to_numpy(), "close": group["adj_close"].to_numpy(),
+        "volume": group["adj_volume"].to_numpy(),
+    })
+    stock = StockDataFrame.retype(frame)
+    close = frame["close"].to_numpy()
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for name in indicators:
+            try:
+                values = np.asarray(stock[name], dtype=float)
+            except Exception as error:  # stockstats raises many types for unknown names
+                raise DataError(f"unknown or failing stockstats indicator {name!r}: {error}") from None
+            if name.startswith("macd") or name.startswith("atr"):
+                values = values / close
+            elif name.startswith("boll") or name.endswith(("_sma", "_ema", "_mstd")) or name.startswith("close_"):
+                values = values / close - 1.0
+            out[name] = values
+    out["return_1d"] = (group["close"] / group["ref_close"] - 1.0).fillna(0.0).to_numpy()
+    return pd.DataFrame(out, index=group.index)
+
+
+def _dense(frame: pd.DataFrame, column: str, dates, tickers) -> np.ndarray:
+    return frame.pivot(index="date", columns="tic", values=column).reindex(index=dates, columns=tickers).to_numpy(dtype=float)
+
+
+def _split_positions(dates: pd.DatetimeIndex, splits) -> dict[str, tuple[int, int]]:
+    positions = {}
+    for name, (start, end) in splits.items():
+        inside = np.flatnonzero((dates >= pd.Timestamp(start)) & (dates <= pd.Timestamp(end)))
+        if len(inside) < 2:
+            raise DataError(f"split {name!r} ({start}..{end}) has fewer than 2 trading days in the data "
+                            f"({dates[0].date()}..{dates[-1].date()})")
+        positions[name] = (int(inside[0]), int(inside[-1]) + 1)
+    ordered = sorted(positions.items(), key=lambda item: item[1][0])
+    for (name_a, (_, stop_a)), (name_b, (start_b, _)) in zip(ordered, ordered[1:]):
+        if start_b < stop_a:
+            raise DataError(f"splits {name_a!r} and {name_b!r} overlap")
+    if "train" not in positions:
+        raise DataError("splits need a 'train' entry (normalisation is fitted on it)")
+    return positions
+
+
+def fraction_splits(dates: pd.DatetimeIndex, train: float = 0.6, valid: float = 0.2) -> dict[str, tuple[str, str]]:
+    """Chronological train/valid/test splits by fraction of the calendar."""
+    n = len(dates)
+    a, b = int(n * train), int(n * (train + valid))
+    if a < 2 or b - a < 2 or n - b < 2:
+        raise DataError(f"only {n} trading days: too few for train/valid/test splits")
+    day = lambda i: str(dates[i].date())  # noqa: E731
+    return {"train": (day(0), day(a - 1)), "valid": (day(a), day(b - 1)), "test": (day(b), day(n - 1))}
+
+
+def prepare_market(bars: pd.DataFrame, *, splits: dict | None = None, indicators=DEFAULT_INDICATORS,
+                   calendar=None, benchmark: pd.Series | None = None, source: str = "dataframe",
+                   min_history: int = 2) -> PreparedMarket:
+    """Clean a bar table into `MarketData` and its date splits.
+
+    - Calendar: ``calendar`` (the exchange's, when a source has one) within the data's range,
+      else the union of bar dates. A stock absent on a trading day is *suspended*: untradable,
+      valued at its last close. Nothing is back-filled from the future.
+    - Corporate actions: see :func:`_reference_close`; holdings follow them in the env.
+    - Limits: from the reference close by board/date/ST, or the bars' own ``up_limit``/``down_limit``.
+    - Features: ``indicators`` (stockstats names) on back-adjusted prices, ``return_1d``, and every
+      extra numeric column of ``bars`` (user factors); z-scored with mean/std of the train split.
+    """
+    bars = validate_bars(bars, min_history=min_history)
+    user_factors = feature_columns(bars)
+    rows = _per_ticker_rows(bars)
+    tickers = sorted(rows["tic"].unique())
+
+    dates = pd.DatetimeIndex(sorted(rows["date"].unique()))
+    if calendar is not None:
+        calendar = pd.DatetimeIndex(pd.to_datetime(calendar)).normalize()
+        calendar = calendar[(calendar >= dates[0]) & (calendar <= dates[-1])]
+        off_calendar = dates.difference(calendar)
+        if len(off_calendar):
+            raise DataError(f"bars on non-trading day(s) of the calendar: {[str(d.date()) for d in off_calendar[:3]]}")
+        dates = calendar.sort_values()
+    if splits is None:
+        splits = fraction_splits(dates)
+    positions = _split_positions(dates, splits)
+
+    present = _dense(rows, "close", dates, tickers)
+    traded = ~np.isnan(present) & (_dense(rows, "volume", dates, tickers) > 0)
+    close = pd.DataFrame(present).ffill().to_numpy()
+    # Before its first bar a stock cannot be held; its first open stands in so arrays stay finite.
+    first_open = pd.DataFrame(_dense(rows, "open", dates, tickers)).bfill().to_numpy()
+    close = np.where(np.isnan(close), first_open, close)
+
+    def dense_or_close(column):
+        values = _dense(rows, column, dates, tickers)
+        return np.where(np.isnan(values), close, values)
+
+    ratio = np.nan_to_num(_dense(rows, "split_ratio", dates, tickers), nan=1.0)
+    reference = _dense(rows, "ref_close", dates, tickers)
+    previous_close = np.vstack([close[:1], close[:-1]])
+    reference = np.where(np.isnan(reference), previous_close, reference)
+    up = _dense(rows, "up_limit_", dates, tickers)
+    down = _dense(rows, "down_limit_", dates, tickers)
+
+    feature_frame = pd.concat([rows[["date", "tic"]], pd.concat(
+        [_indicators(group, indicators) for _, group in rows.groupby("tic", sort=True)]).sort_index(),
+        rows[user_factors]], axis=1)
+    feature_names = [c for c in feature_frame.columns if c not in ("date", "tic")]
+    raw_features = np.stack([
+        pd.DataFrame(_dense(feature_frame, name, dates, tickers)).ffill().to_numpy() for name in feature_names
+    ], axis=-1)
+    train_start, train_stop = positions["train"]
+    train_values = raw_features[train_start:train_stop][traded[train_start:train_stop]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nanmean(train_values, axis=0)
+        std = np.nanstd(train_values, axis=0)
+    mean = np.nan_to_num(mean)
+    std = np.where(np.isfinite(std) & (std > 1e-12), std, 1.0)
+    features = np.clip(np.nan_to_num((raw_features - mean) / std), -FEATURE_CLIP, FEATURE_CLIP)
+
+    suspended = (~traded).sum(axis=0)
+    actions = rows[rows["split_ratio"] != 1.0]
+    info = {
+        "suspended_stock_days": int(suspended.sum()),
+        "suspended_by_ticker": {t: int(n) for t, n in zip(tickers, suspended) if n},
+        "corporate_actions": [
+            {"tic": r.tic, "date": str(r.date.date()), "ratio": round(float(r.split_ratio), 6),
+             "how": "detected" if r.action_detected else "provider"}
+            for r in actions.itertuples()
+        ],
+        "feature_mean": mean.tolist(),
+        "feature_std": std.tolist(),
+        "user_factors": user_factors,
+    }
+    as_tensor = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=torch.float64)  # noqa: E731
+    full = MarketData(
+        dates=dates.values.astype("datetime64[D]"), tickers=list(tickers), feature_names=feature_names,
+        open=as_tensor(dense_or_close("open")), high=as_tensor(dense_or_close("high")),
+        low=as_tensor(dense_or_close("low")), close=as_tensor(close), pre_close=as_tensor(reference),
+        split_ratio=as_tensor(ratio), up_limit=as_tensor(np.nan_to_num(up, nan=np.inf)),
+        down_limit=as_tensor(np.nan_to_num(down, nan=0.0)), tradable=torch.as_tensor(traded),
+        features=as_tensor(features), source=source, info=info,
+    )
+    sliced = {name: full.slice_days(a, b) for name, (a, b) in positions.items()}
+    split_dates = {name: m.date_range() for name, m in sliced.items()}
+    return PreparedMarket(full=full, splits=sliced, bars=bars, benchmark=benchmark, split_dates=split_dates)
