@@ -134,20 +134,19 @@ def apply_corporate_action(cash, holdings, ratio, reference_price):
     return cash, whole
 
 
-def execute_orders(cash, holdings, sellable, action, price, can_buy, can_sell, max_shares,
+def execute_orders(cash, holdings, sellable, wanted, price, can_buy, can_sell,
                    fees: FeeSchedule, stamp_rate, transfer_rate, cash_margin: float = 1e-5):
     """Fill one day's orders: sells first, then buys scaled down to fit cash, in lots.
 
-    ``action`` in [-1, 1] per stock asks to trade up to ``max_shares``: negative sells,
-    positive buys. A sell of at least the sellable position sells all of it (odd lot
-    included); otherwise whole lots. Buys are whole lots; if cash (after sells) cannot pay for
+    ``wanted`` is the signed number of shares asked for per stock: negative sells, positive
+    buys. A sell of at least the sellable position sells all of it (odd lot included);
+    otherwise whole lots. Buys are whole lots; if cash (after sells) cannot pay for
     all of them including fees, every buy is scaled by the same factor and rounded down to
     lots, which keeps cash ≥ 0 even with the ¥5 minimum commission. No short selling.
 
     Returns ``cash, holdings, bought_shares, fee_paid, traded_value``.
     """
     zero = torch.zeros_like(price)
-    wanted = action.clamp(-1.0, 1.0) * max_shares
 
     sell_wanted = torch.where(can_sell, (-wanted).clamp(min=0.0), zero)
     sell_lots = torch.floor(sell_wanted / LOT_SIZE) * LOT_SIZE

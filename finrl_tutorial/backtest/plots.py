@@ -116,7 +116,6 @@ def plot_learning_curve(
     for ax, col in zip(axes, present):
         data = pd.DataFrame({"x": xs.to_numpy(), "y": log[col].to_numpy()}).dropna()
         ax.plot(data["x"].to_numpy(), data["y"].to_numpy(), marker="." if len(data) < 50 else None)
-        ax.set_ylabel(col)
         ax.set_title(col, fontsize="medium")
         ax.grid(alpha=0.3)
     axes[-1].set_xlabel(xlabel)
@@ -158,6 +157,11 @@ def plot_band(
     return _finish(fig, path)
 
 
+def _fmt_bar(v: float) -> str:
+    """1234567 -> '1,234,567'; 0.01234 -> '0.0123'."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
+
+
 def plot_bars(
     values: Mapping[str, float],
     path: str | os.PathLike | None = None,
@@ -180,7 +184,7 @@ def plot_bars(
     fig = Figure(figsize=(max(5.0, 0.9 * len(labels) + 2), 4), layout="constrained")
     ax = fig.subplots()
     bars = ax.bar(labels, heights, color="tab:blue")
-    ax.bar_label(bars, labels=[f"{h:,.3g}" for h in heights], padding=2, fontsize="small")
+    ax.bar_label(bars, labels=[_fmt_bar(h) for h in heights], padding=2, fontsize="small")
     if log:
         ax.set_yscale("log")
     ax.set_ylabel(ylabel)

@@ -1,0 +1,484 @@
+"""Fetch daily A-share bars from tushare, akshare or baostock, normalised to the schema.
+
+Every ``fetch_*`` function returns a :class:`SourceResult` whose ``bars`` already passed
+:func:`~finrl_tutorial.data.schema.validate_bars`: columns ``date, tic, open, high, low, close,
+volume`` (shares), ``amount`` (yuan) and, where the provider has it, ``pre_close``; tickers in
+tushare form (``600000.SH``); sorted by date then ticker; a suspended day is an absent row.
+
+The three providers disagree on almost everything, and each difference is handled in one place:
+
+=============  =======================  =====================  ==========================
+               tushare ``daily``        akshare                baostock
+=============  =======================  =====================  ==========================
+ticker         ``600000.SH``            ``600000``             ``sh.600000``
+dates          ``YYYYMMDD``             ``YYYY-MM-DD``         ``YYYY-MM-DD``
+row order      newest first             oldest first           oldest first
+volume         lots (100 shares)        lots                   shares
+amount         thousand yuan            yuan                   yuan
+suspension     no row                   no row                 row with ``tradestatus`` 0
+needs          a token (tushare.pro)    nothing                login() / logout()
+=============  =======================  =====================  ==========================
+
+The provider libraries are optional (``pip install finrl_tutorial[sources]``) and imported only
+when a function needs them. Every function takes ``client=``: a stand-in object with the same
+methods, which is how the tests run offline.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import re
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+import pandas as pd
+
+from .schema import DataError, validate_bars
+
+__all__ = [
+    "SourceResult", "MissingTokenError", "fetch_tushare", "fetch_akshare", "fetch_baostock",
+    "read_bars", "to_plain_code", "to_baostock_code", "from_plain_code",
+]
+
+BENCHMARK_NAME = "CSI 300"
+BENCHMARK_TICKER = "000300.SH"
+
+# Indirections so tests can replace the clock without touching the ``time`` module.
+_clock: Callable[[], float] = time.monotonic
+_sleep: Callable[[float], None] = time.sleep
+
+
+@dataclass
+class SourceResult:
+    """Normalised bars plus what else the source knows about the same window."""
+
+    bars: pd.DataFrame
+    source: str  # "tushare" | "akshare" | "baostock" | "csv"
+    calendar: pd.DatetimeIndex | None = None  # exchange trading days in [start, end]
+    benchmark: pd.Series | None = None  # CSI 300 close indexed by date, name "CSI 300"
+
+
+class MissingTokenError(DataError):
+    """tushare needs a personal token and none was given."""
+
+
+# --------------------------------------------------------------------------- tickers and dates
+
+_TICKER = re.compile(r"(\d{6})\.(SH|SZ|BJ)")
+
+
+def from_plain_code(code: str) -> str:
+    """``'600000'`` -> ``'600000.SH'``: the exchange follows from the leading digits.
+
+    6xxxxx trade in Shanghai, 0xxxxx / 3xxxxx in Shenzhen, 4xxxxx / 8xxxxx / 92xxxx in Beijing.
+    """
+    text = str(code).strip()
+    if not re.fullmatch(r"\d{6}", text):
+        raise DataError(f"not a 6-digit A-share code: {code!r}")
+    if text.startswith("92") or text[0] in "48":
+        return f"{text}.BJ"
+    if text[0] == "6":
+        return f"{text}.SH"
+    if text[0] in "03":
+        return f"{text}.SZ"
+    raise DataError(f"cannot tell the exchange of code {code!r} (expected 6xxxxx Shanghai, "
+                    "0xxxxx/3xxxxx Shenzhen, 4xxxxx/8xxxxx/92xxxx Beijing)")
+
+
+def _ticker(ticker: str) -> str:
+    """A ticker in tushare form; a bare 6-digit code gets its exchange suffix."""
+    text = str(ticker).strip().upper()
+    if re.fullmatch(r"\d{6}", text):
+        return from_plain_code(text)
+    if not _TICKER.fullmatch(text):
+        raise DataError(f"not an A-share ticker: {ticker!r} (expected e.g. 600000.SH or 000001.SZ)")
+    return text
+
+
+def to_plain_code(ticker: str) -> str:
+    """``'600000.SH'`` -> ``'600000'`` (akshare's form)."""
+    return _ticker(ticker)[:6]
+
+
+def to_baostock_code(ticker: str) -> str:
+    """``'600000.SH'`` -> ``'sh.600000'`` (baostock's form)."""
+    code, exchange = _ticker(ticker).split(".")
+    return f"{exchange.lower()}.{code}"
+
+
+def _tickers(tickers: str | Iterable[str]) -> list[str]:
+    items = [tickers] if isinstance(tickers, str) else list(tickers)
+    out = list(dict.fromkeys(_ticker(t) for t in items))
+    if not out:
+        raise DataError("no tickers given")
+    return out
+
+
+def _timestamp(value: Any, what: str) -> pd.Timestamp:
+    """Accept ``'YYYY-MM-DD'``, ``'YYYYMMDD'``, a date or a Timestamp."""
+    try:
+        if isinstance(value, str):
+            text = value.strip()
+            if re.fullmatch(r"\d{8}", text):
+                return pd.to_datetime(text, format="%Y%m%d")
+            if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+                return pd.to_datetime(text, format="%Y-%m-%d")
+            raise ValueError(text)
+        stamp = pd.Timestamp(value)
+        if pd.isna(stamp):
+            raise ValueError(value)
+        return stamp.normalize()
+    except (TypeError, ValueError):
+        raise DataError(f"{what} date {value!r} is not YYYY-MM-DD, YYYYMMDD or a Timestamp") from None
+
+
+def _window(start: Any, end: Any) -> tuple[pd.Timestamp, pd.Timestamp]:
+    first, last = _timestamp(start, "start"), _timestamp(end, "end")
+    if first > last:
+        raise DataError(f"start {first.date()} is after end {last.date()}")
+    return first, last
+
+
+# --------------------------------------------------------------------------- shared plumbing
+
+def _require(module: str) -> Any:
+    """Import an optional provider library, or say how to install it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        if exc.name not in (None, module):
+            problem = f"{module} is installed but cannot be imported: {_one_line(exc)}"
+        else:
+            problem = f"{module} is not installed: pip install {module}"
+    raise DataError(problem)
+
+
+def _one_line(exc: BaseException, secret: str | None = None, limit: int = 300) -> str:
+    """An exception as one short line, with ``secret`` (the token) blanked out."""
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    if secret:
+        text = text.replace(secret, "***")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _call(source: str, endpoint: str, label: str, method: Callable[..., Any],
+          secret: str | None = None, /, **params: Any) -> Any:
+    """Call one provider endpoint; any exception becomes a one-line DataError naming ``label``.
+
+    The DataError is raised outside the ``except`` block, so it carries no chained provider
+    exception whose text might include the token.
+    """
+    try:
+        return method(**params)
+    except Exception as exc:  # providers raise anything: permissions, HTTP, KeyError on bad codes
+        problem = _one_line(exc, secret)
+    raise DataError(f"{source} {endpoint} failed for {label}: {problem}")
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """How one provider's raw daily table maps onto the schema."""
+
+    columns: Mapping[str, str]  # raw column -> schema column (must include one -> "date")
+    units: Mapping[str, float] = field(default_factory=dict)  # schema column -> factor to schema unit
+
+
+def _normalise(raw: Any, tic: str, layout: _Layout, what: str,
+               start: pd.Timestamp, end: pd.Timestamp) -> pd.DataFrame:
+    """Rename, parse and rescale one raw response; keep rows dated within [start, end].
+
+    Handles the common quirks: string or YYYYMMDD dates, numbers as strings, lots and thousands.
+    """
+    if raw is None:
+        raw = pd.DataFrame()
+    if not isinstance(raw, pd.DataFrame):
+        raise DataError(f"{what} for {tic}: expected a DataFrame, got {type(raw).__name__}")
+    missing = [c for c in layout.columns if c not in raw.columns]
+    if missing and len(raw):
+        raise DataError(f"{what} for {tic}: response lacks column(s) {', '.join(missing)} "
+                        f"(has {', '.join(map(str, raw.columns))})")
+    if missing:  # an empty frame often comes without columns at all
+        return pd.DataFrame(columns=["date", "tic", *[c for c in layout.columns.values() if c != "date"]])
+    frame = raw[list(layout.columns)].rename(columns=dict(layout.columns))
+    dates = pd.to_datetime(frame["date"].astype(str).str.strip(), format="mixed", errors="coerce")
+    if dates.isna().any():
+        bad = frame.loc[dates.isna(), "date"].head(3).tolist()
+        raise DataError(f"{what} for {tic}: unparseable date(s) {bad}")
+    frame["date"] = dates.dt.normalize().astype("datetime64[ns]")
+    for column in frame.columns.drop("date"):
+        frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    for column, factor in layout.units.items():
+        frame[column] = frame[column] * factor
+    frame.insert(1, "tic", tic)
+    frame = frame[(frame["date"] >= start) & (frame["date"] <= end)]
+    return frame.sort_values("date", ignore_index=True)
+
+
+def _bars(raw: Any, tic: str, layout: _Layout, what: str,
+          start: pd.Timestamp, end: pd.Timestamp) -> pd.DataFrame:
+    """Normalised bars of one ticker; no rows at all is an error naming the ticker."""
+    frame = _normalise(raw, tic, layout, what, start, end)
+    if frame.empty:
+        raise DataError(f"{what} returned no bars for {tic} between {start.date()} and {end.date()} "
+                        "(wrong code, not listed yet, or suspended throughout?)")
+    return frame
+
+
+def _calendar(raw: Any, date_column: str, open_column: str, what: str,
+              start: pd.Timestamp, end: pd.Timestamp) -> pd.DatetimeIndex:
+    """Trading days from a provider calendar table with a 0/1 open flag."""
+    layout = _Layout({date_column: "date", open_column: "is_open"})
+    frame = _normalise(raw, "calendar", layout, what, start, end)
+    days = frame.loc[frame["is_open"] == 1, "date"]
+    if days.empty:
+        raise DataError(f"{what} lists no trading day between {start.date()} and {end.date()}")
+    return pd.DatetimeIndex(sorted(set(days)), name="date").astype("datetime64[ns]")
+
+
+def _benchmark(raw: Any, date_column: str, close_column: str, what: str,
+               start: pd.Timestamp, end: pd.Timestamp) -> pd.Series:
+    """CSI 300 close indexed by date."""
+    layout = _Layout({date_column: "date", close_column: "close"})
+    frame = _bars(raw, BENCHMARK_TICKER, layout, what, start, end)
+    series = frame.drop_duplicates("date").set_index("date")["close"].astype("float64")
+    series.name = BENCHMARK_NAME
+    return series
+
+
+def _optional(what: str, fetch: Callable[[], Any]) -> Any:
+    """Calendar and benchmark are extras: a provider failure warns and yields None."""
+    try:
+        return fetch()
+    except DataError as exc:
+        warnings.warn(f"{exc}; continuing without the {what}", stacklevel=3)
+        return None
+
+
+def _result(parts: list[pd.DataFrame], source: str, calendar: pd.DatetimeIndex | None,
+            benchmark: pd.Series | None) -> SourceResult:
+    # Short histories are allowed here; how much history a model needs is the caller's business.
+    bars = validate_bars(pd.concat(parts, ignore_index=True), min_history=1)
+    return SourceResult(bars=bars, source=source, calendar=calendar, benchmark=benchmark)
+
+
+# --------------------------------------------------------------------------- tushare
+
+_TUSHARE_DAILY = _Layout(
+    {"trade_date": "date", "open": "open", "high": "high", "low": "low", "close": "close",
+     "vol": "volume", "amount": "amount", "pre_close": "pre_close"},
+    units={"volume": 100.0, "amount": 1000.0},  # tushare: vol in lots, amount in thousand yuan
+)
+_MISSING_TOKEN = ("TUSHARE_TOKEN is not set: pass token=... or export TUSHARE_TOKEN (get one at "
+                  "tushare.pro); or use source='akshare'/'baostock' which need no token")
+
+
+class _Throttle:
+    """Space calls at least ``min_interval`` seconds apart (tushare caps calls per minute)."""
+
+    def __init__(self, min_interval: float):
+        self.min_interval = max(0.0, float(min_interval))
+        self._last: float | None = None
+
+    def wait(self) -> None:
+        if self._last is not None and self.min_interval > 0:
+            delay = self._last + self.min_interval - _clock()
+            if delay > 0:
+                _sleep(delay)
+        self._last = _clock()
+
+
+def _write_atomic(path: Path, frame: pd.DataFrame) -> None:
+    """Write a CSV via a temporary file and os.replace, so a crash never leaves half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+            frame.to_csv(stream, index=False)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+class _TushareCalls:
+    """Every tushare request goes through here: disk cache, rate limit, error wrapping.
+
+    Cache files are named after the endpoint and its parameters only; the token lives inside
+    the client and is never part of a key, a file, or a message.
+    """
+
+    def __init__(self, client: Any, token: str | None, cache_dir: str | os.PathLike | None,
+                 min_interval: float):
+        self.client = client
+        self.token = token
+        self.cache_dir = Path(cache_dir).expanduser() / "tushare" if cache_dir is not None else None
+        self.throttle = _Throttle(min_interval)
+
+    def _path(self, endpoint: str, params: Mapping[str, Any]) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        key = "_".join(f"{k}-{v}" for k, v in sorted(params.items()))
+        return self.cache_dir / (re.sub(r"[^A-Za-z0-9.=-]+", "_", f"{endpoint}_{key}") + ".csv")
+
+    def __call__(self, endpoint: str, label: str, *, cache: bool, **params: Any) -> pd.DataFrame:
+        path = self._path(endpoint, params) if cache else None
+        if path is not None and path.is_file():
+            with contextlib.suppress(Exception):  # an unreadable cache file is just a miss
+                return pd.read_csv(path, dtype=str, encoding="utf-8")
+        self.throttle.wait()
+        raw = _call("tushare", endpoint, label, getattr(self.client, endpoint), self.token, **params)
+        if path is not None and isinstance(raw, pd.DataFrame) and len(raw):
+            _write_atomic(path, raw)  # empty answers are not cached: a rerun retries them
+        return raw
+
+
+def fetch_tushare(tickers: str | Iterable[str], start: Any, end: Any, *, token: str | None = None,
+                  cache_dir: str | os.PathLike | None = None, client: Any = None,
+                  min_interval: float = 0.35, with_benchmark: bool = True) -> SourceResult:
+    """Daily bars from tushare pro (``daily``), the SSE calendar and the CSI 300 close.
+
+    ``token`` defaults to the ``TUSHARE_TOKEN`` environment variable; it is only needed when
+    no ``client`` is passed. Calls are spaced ``min_interval`` seconds apart. With
+    ``cache_dir`` each raw response is kept as a CSV and reused on the next run; windows that
+    end today or later are not cached, because their data is still growing.
+    """
+    names = _tickers(tickers)
+    start, end = _window(start, end)
+    token = (token or os.environ.get("TUSHARE_TOKEN") or "").strip() or None
+    if client is None:
+        if token is None:
+            raise MissingTokenError(_MISSING_TOKEN)
+        client = _call("tushare", "pro_api", "client setup", _require("tushare").pro_api,
+                       token, token=token)
+    call = _TushareCalls(client, token, cache_dir, min_interval)
+    cache = end < pd.Timestamp.today().normalize()
+    window = {"start_date": f"{start:%Y%m%d}", "end_date": f"{end:%Y%m%d}"}
+
+    parts = [_bars(call("daily", tic, cache=cache, ts_code=tic, **window), tic, _TUSHARE_DAILY,
+                   "tushare daily", start, end) for tic in names]
+    calendar = _optional("calendar", lambda: _calendar(
+        call("trade_cal", "the SSE calendar", cache=cache, exchange="SSE", is_open="1", **window),
+        "cal_date", "is_open", "tushare trade_cal", start, end))
+    benchmark = _optional("benchmark", lambda: _benchmark(
+        call("index_daily", BENCHMARK_TICKER, cache=cache, ts_code=BENCHMARK_TICKER, **window),
+        "trade_date", "close", "tushare index_daily", start, end)) if with_benchmark else None
+    return _result(parts, "tushare", calendar, benchmark)
+
+
+# --------------------------------------------------------------------------- akshare
+
+_AKSHARE_DAILY = _Layout(
+    {"日期": "date", "开盘": "open", "最高": "high", "最低": "low", "收盘": "close",
+     "成交量": "volume", "成交额": "amount"},
+    units={"volume": 100.0},  # akshare (eastmoney): 成交量 in lots, 成交额 already in yuan
+)
+
+
+def fetch_akshare(tickers: str | Iterable[str], start: Any, end: Any, *, client: Any = None,
+                  with_benchmark: bool = True) -> SourceResult:
+    """Unadjusted daily bars from akshare (``stock_zh_a_hist``) and the CSI 300 close.
+
+    akshare has no pre-close column and no exchange calendar: ``calendar`` is None.
+    """
+    names = _tickers(tickers)
+    start, end = _window(start, end)
+    ak = client if client is not None else _require("akshare")
+    window = {"start_date": f"{start:%Y%m%d}", "end_date": f"{end:%Y%m%d}"}
+
+    parts = [_bars(_call("akshare", "stock_zh_a_hist", tic, ak.stock_zh_a_hist,
+                         symbol=to_plain_code(tic), period="daily", adjust="", **window),
+                   tic, _AKSHARE_DAILY, "akshare stock_zh_a_hist", start, end) for tic in names]
+    benchmark = _optional("benchmark", lambda: _benchmark(
+        _call("akshare", "index_zh_a_hist", BENCHMARK_TICKER, ak.index_zh_a_hist,
+              symbol=to_plain_code(BENCHMARK_TICKER), period="daily", **window),
+        "日期", "收盘", "akshare index_zh_a_hist", start, end)) if with_benchmark else None
+    return _result(parts, "akshare", None, benchmark)
+
+
+# --------------------------------------------------------------------------- baostock
+
+_BAOSTOCK_FIELDS = "date,code,open,high,low,close,preclose,volume,amount,tradestatus,isST"
+_BAOSTOCK_DAILY = _Layout(
+    {"date": "date", "open": "open", "high": "high", "low": "low", "close": "close",
+     "preclose": "pre_close", "volume": "volume", "amount": "amount", "isST": "is_st"},
+)  # baostock: volume already in shares, amount in yuan; every value arrives as a string
+
+
+def _baostock_frame(result: Any, endpoint: str, label: str) -> pd.DataFrame:
+    """Drain a baostock ResultData (``error_code``, ``next()``, ``get_row_data()``) into a frame."""
+    rows = []
+    while str(result.error_code) == "0" and result.next():
+        rows.append(result.get_row_data())
+    if str(result.error_code) != "0":
+        raise DataError(f"baostock {endpoint} failed for {label}: "
+                        f"{result.error_msg} (error code {result.error_code})")
+    return pd.DataFrame(rows, columns=list(result.fields))
+
+
+def fetch_baostock(tickers: str | Iterable[str], start: Any, end: Any, *, client: Any = None,
+                   with_benchmark: bool = True) -> SourceResult:
+    """Unadjusted daily bars from baostock, its trading calendar and the CSI 300 close.
+
+    baostock lists suspended days as rows with ``tradestatus`` 0 and volume 0; they are dropped,
+    because a suspension is an absent row in the schema. ``isST`` becomes ``is_st``.
+    """
+    names = _tickers(tickers)
+    start, end = _window(start, end)
+    bs = client if client is not None else _require("baostock")
+    window = {"start_date": f"{start:%Y-%m-%d}", "end_date": f"{end:%Y-%m-%d}"}
+
+    def query(code: str, label: str, fields: str) -> pd.DataFrame:
+        result = _call("baostock", "query_history_k_data_plus", label, bs.query_history_k_data_plus,
+                       code=code, fields=fields, frequency="d", adjustflag="3", **window)
+        return _baostock_frame(result, "query_history_k_data_plus", label)
+
+    def trading(raw: pd.DataFrame) -> pd.DataFrame:
+        return raw[raw["tradestatus"].astype(str).str.strip() != "0"] if "tradestatus" in raw else raw
+
+    login = _call("baostock", "login", "the session", bs.login)
+    if str(getattr(login, "error_code", "0")) != "0":
+        raise DataError(f"baostock login failed: {login.error_msg} (error code {login.error_code})")
+    try:
+        parts = [_bars(trading(query(to_baostock_code(tic), tic, _BAOSTOCK_FIELDS)), tic,
+                       _BAOSTOCK_DAILY, "baostock query_history_k_data_plus", start, end)
+                 for tic in names]
+        calendar = _optional("calendar", lambda: _calendar(
+            _baostock_frame(_call("baostock", "query_trade_dates", "the calendar",
+                                  bs.query_trade_dates, **window), "query_trade_dates", "the calendar"),
+            "calendar_date", "is_trading_day", "baostock query_trade_dates", start, end))
+        benchmark = _optional("benchmark", lambda: _benchmark(
+            query(to_baostock_code(BENCHMARK_TICKER), BENCHMARK_TICKER, "date,code,close"),
+            "date", "close", "baostock query_history_k_data_plus", start, end)) if with_benchmark else None
+    finally:
+        with contextlib.suppress(Exception):  # a failing logout must not hide the real error
+            bs.logout()
+    return _result(parts, "baostock", calendar, benchmark)
+
+
+# --------------------------------------------------------------------------- your own file
+
+def read_bars(path_or_frame: str | os.PathLike | pd.DataFrame) -> SourceResult:
+    """Bars from a CSV file (compressed is fine) or a DataFrame already in the schema."""
+    if isinstance(path_or_frame, pd.DataFrame):
+        frame = path_or_frame
+    elif isinstance(path_or_frame, (str, os.PathLike)):
+        path = Path(path_or_frame).expanduser()
+        if not path.is_file():
+            raise DataError(f"bar file not found: {path}")
+        try:
+            frame = pd.read_csv(path, dtype={"tic": str})  # keep codes like 000001 intact
+        except Exception as exc:
+            problem = _one_line(exc)
+        else:
+            problem = None
+        if problem:
+            raise DataError(f"cannot read bar file {path}: {problem}")
+    else:
+        raise DataError(f"expected a CSV path or a DataFrame, got {type(path_or_frame).__name__}")
+    return SourceResult(bars=validate_bars(frame, min_history=1), source="csv")

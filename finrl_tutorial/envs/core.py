@@ -1,0 +1,184 @@
+"""The trading simulator as pure functions of (account state, action, market arrays).
+
+One step function serves every env: `StockTradingEnv` calls it on one account (``[S]``),
+`VecStockTradingEnv` on a batch (``[N, S]``) and `VmapStockTradingEnv` through
+``torch.func.vmap``. It is made of tensor ops only: no ``.item()``, no Python branch on a
+tensor, no data-dependent shape, so a batched step can be captured in a CUDA graph.
+
+Timing (no look-ahead): an observation describes the close of day ``t``. The action decided on
+it fills at the open of day ``t+1`` (``execution="open"``, the default) or, like FinRL and
+ElegantRL, at the close of day ``t`` (``execution="close"``). The reward is the change in
+wealth from the close of ``t`` to the close of ``t+1``, net of fees, divided by the initial
+cash and multiplied by ``reward_scale``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import torch
+
+from .. import rules
+from ..data.market import MarketData
+
+
+@dataclass
+class EnvConfig:
+    """Settings of the A-share trading simulator."""
+
+    initial_cash: float = 1_000_000.0
+    """Starting cash in yuan; every episode starts all in cash."""
+    max_lots: int = 100
+    """Largest trade per stock per day in the ``shares`` action mode, in lots of 100 shares."""
+    action_mode: str = "shares"
+    """``shares``: action ±1 trades up to ``max_lots`` lots (FinRL-style). ``weights``: the
+    positive part of the action, normalised to sum ≤ 1, is the target portfolio weight."""
+    horizon: int | None = 250
+    """Episode length in trading days (truncation); None runs to the end of the data."""
+    random_start: bool = True
+    """Start each episode on a random day of the data (per env); False starts on day 0."""
+    execution: str = "open"
+    """``open``: fill at the next day's open (default, no look-ahead). ``close``: fill at the
+    decision day's close, as FinRL/ElegantRL do (for comparisons)."""
+    reward_scale: float = 100.0
+    """Reward = Δwealth / initial_cash × reward_scale (100 makes a 1 % day a reward of 1)."""
+    ruin_fraction: float = 0.1
+    """The episode *terminates* (ruin) when wealth falls below this fraction of initial cash."""
+    fees: rules.FeeSchedule = field(default_factory=rules.FeeSchedule)
+    """Commission, stamp duty and transfer fee; stamp duty and transfer fee follow the date."""
+
+    def __post_init__(self):
+        if self.execution not in ("open", "close"):
+            raise ValueError(f"execution must be 'open' or 'close', got {self.execution!r}")
+        if self.action_mode not in ("shares", "weights"):
+            raise ValueError(f"action_mode must be 'shares' or 'weights', got {self.action_mode!r}")
+        if self.horizon is not None and self.horizon < 1:
+            raise ValueError(f"horizon must be >= 1 or None, got {self.horizon}")
+        if self.initial_cash <= 0 or self.max_lots < 1:
+            raise ValueError("initial_cash must be > 0 and max_lots >= 1")
+
+
+class Account(NamedTuple):
+    """The state of one account (or a batch: leading dims on every field)."""
+
+    cash: torch.Tensor        # [...] yuan
+    holdings: torch.Tensor    # [..., S] shares
+    wealth: torch.Tensor      # [...] cash + holdings at the close of `day`
+    day: torch.Tensor         # [...] long: the observation is at the close of this day
+    start_day: torch.Tensor   # [...] long: the episode's first day
+    bought: torch.Tensor      # [..., S] shares bought at the last fill (T+1 lock)
+    bought_day: torch.Tensor  # [...] long: the day of that fill
+
+
+class MarketArrays(NamedTuple):
+    """The market tensors a step reads, plus per-day fee rates (a plain tuple, vmap-friendly)."""
+
+    open: torch.Tensor
+    close: torch.Tensor
+    pre_close: torch.Tensor
+    split_ratio: torch.Tensor
+    up_limit: torch.Tensor
+    down_limit: torch.Tensor
+    tradable: torch.Tensor
+    features: torch.Tensor
+    stamp_rate: torch.Tensor     # [D]
+    transfer_rate: torch.Tensor  # [D]
+
+    @classmethod
+    def from_market(cls, market: MarketData, fees: rules.FeeSchedule) -> "MarketArrays":
+        stamp, transfer = fees.rates_on(market.dates)
+        as_rate = lambda a: torch.as_tensor(a, dtype=market.close.dtype, device=market.device)  # noqa: E731
+        return cls(market.open, market.close, market.pre_close, market.split_ratio, market.up_limit,
+                   market.down_limit, market.tradable, market.features, as_rate(stamp), as_rate(transfer))
+
+    @property
+    def num_days(self) -> int:
+        return int(self.close.shape[0])
+
+
+def observation_size(num_stocks: int, num_features: int) -> int:
+    """Length of the flat observation: cash share, then per stock weight, features, tradable flag
+    and limit state."""
+    return 1 + num_stocks * (num_features + 3)
+
+
+def initial_account(start_day: torch.Tensor, num_stocks: int, config: EnvConfig, dtype) -> Account:
+    """All cash, no holdings, at ``start_day`` (any leading shape)."""
+    cash = torch.full(start_day.shape, config.initial_cash, dtype=dtype, device=start_day.device)
+    holdings = torch.zeros(start_day.shape + (num_stocks,), dtype=dtype, device=start_day.device)
+    return Account(cash, holdings, cash.clone(), start_day.clone(), start_day.clone(), holdings.clone(),
+                   torch.full_like(start_day, -1))
+
+
+def observe(account: Account, market: MarketArrays) -> torch.Tensor:
+    """The observation at the close of ``account.day``: all finite, roughly unit scale.
+
+    cash / wealth, then for each stock: its weight in the portfolio, its normalised features,
+    1 if it traded that day, and +1/-1 if it closed at its up/down limit.
+    """
+    day = account.day
+    close = market.close[day]
+    wealth = account.wealth.clamp(min=1e-6)
+    weights = account.holdings * close / wealth.unsqueeze(-1)
+    at_limit = ((close >= market.up_limit[day] - rules.TICK / 2).to(close.dtype)
+                - (close <= market.down_limit[day] + rules.TICK / 2).to(close.dtype))
+    per_stock = torch.cat([weights.unsqueeze(-1), market.features[day],
+                           market.tradable[day].to(close.dtype).unsqueeze(-1), at_limit.unsqueeze(-1)], dim=-1)
+    return torch.cat([(account.cash / wealth).unsqueeze(-1), per_stock.flatten(-2)], dim=-1)
+
+
+def wanted_shares(action, account: Account, price, config: EnvConfig):
+    """Turn an action into a signed number of shares wanted per stock (before the rules)."""
+    action = action.clamp(-1.0, 1.0)
+    if config.action_mode == "shares":
+        return action * (config.max_lots * rules.LOT_SIZE)
+    target = action.clamp(min=0.0)
+    target = target / target.sum(-1, keepdim=True).clamp(min=1.0)
+    wealth_now = account.cash + (account.holdings * price).sum(-1)
+    return (target * wealth_now.unsqueeze(-1) - account.holdings * price) / price
+
+
+def step_account(account: Account, action: torch.Tensor, market: MarketArrays, config: EnvConfig):
+    """Advance one trading day. Returns ``account, reward, terminated, truncated, fee, traded``.
+
+    Order of events in ``execution="open"`` mode: the corporate action effective on day t+1
+    adjusts holdings, orders fill at t+1's open under t+1's limits, then the account is valued
+    at t+1's close. In ``close`` mode orders fill at t's close under t's limits first.
+    """
+    next_day = account.day + 1
+    cash, holdings = account.cash, account.holdings
+    if config.execution == "open":
+        cash, holdings = rules.apply_corporate_action(cash, holdings, market.split_ratio[next_day],
+                                                      market.pre_close[next_day])
+        fill_day = next_day
+        price = market.open[fill_day]
+    else:
+        fill_day = account.day
+        price = market.close[fill_day]
+    can_buy, can_sell = rules.tradable_sides(price, market.up_limit[fill_day], market.down_limit[fill_day],
+                                             market.tradable[fill_day])
+    moved = account._replace(cash=cash, holdings=holdings)
+    sellable = rules.sellable_shares(holdings, account.bought, account.bought_day == fill_day)
+    cash, holdings, bought, fee, traded = rules.execute_orders(
+        cash, holdings, sellable, wanted_shares(action, moved, price, config), price, can_buy, can_sell,
+        config.fees, market.stamp_rate[fill_day], market.transfer_rate[fill_day])
+    if config.execution == "close":
+        cash, holdings = rules.apply_corporate_action(cash, holdings, market.split_ratio[next_day],
+                                                      market.pre_close[next_day])
+    wealth = cash + (holdings * market.close[next_day]).sum(-1)
+    reward = (wealth - account.wealth) * (config.reward_scale / config.initial_cash)
+    terminated = wealth < config.ruin_fraction * config.initial_cash
+    truncated = next_day >= market.num_days - 1
+    if config.horizon is not None:
+        truncated = truncated | (next_day - account.start_day >= config.horizon)
+    truncated = truncated & ~terminated
+    new_account = Account(cash, holdings, wealth, next_day, account.start_day, bought,
+                          torch.full_like(account.bought_day, 0) + fill_day)
+    return new_account, reward, terminated, truncated, fee, traded
+
+
+def draw_start_days(uniform: torch.Tensor, num_days: int, config: EnvConfig) -> torch.Tensor:
+    """Map uniform [0, 1) draws to episode start days in [0, num_days - 2] (day 0 if not random)."""
+    if not config.random_start:
+        return torch.zeros(uniform.shape, dtype=torch.long, device=uniform.device)
+    return (uniform * (num_days - 1)).long().clamp(max=num_days - 2)

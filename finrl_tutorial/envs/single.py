@@ -1,0 +1,56 @@
+"""`StockTradingEnv`: one account as a standard ``gymnasium.Env``."""
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from ..data.market import MarketData
+from .core import EnvConfig, MarketArrays, draw_start_days, initial_account, observation_size, observe, step_account
+
+
+class StockTradingEnv(gym.Env):
+    """A-share trading for one account: observation and action as float32 numpy arrays.
+
+    Uses the same step function and rules as the batched envs (see `finrl_tutorial.envs.core`).
+    ``terminated`` means ruin; ``truncated`` means the horizon or the data's end was reached.
+    ``info`` has ``wealth``, ``fee``, ``traded_value``, ``day`` and ``date``.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, market: MarketData, config: EnvConfig | None = None, dtype: torch.dtype = torch.float64):
+        self.config = config or EnvConfig()
+        self.market = market.to("cpu", dtype)
+        self.arrays = MarketArrays.from_market(self.market, self.config.fees)
+        self.dtype = dtype
+        size = observation_size(self.market.num_stocks, self.market.num_features)
+        # Features are clipped to ±5 and weights lie in [0, 1], so ±10 bounds every entry.
+        self.observation_space = gym.spaces.Box(-10.0, 10.0, shape=(size,), dtype=np.float32)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(self.market.num_stocks,), dtype=np.float32)
+        self.account = None
+
+    def _obs(self) -> np.ndarray:
+        return observe(self.account, self.arrays).numpy().astype(np.float32)
+
+    def _info(self, **extra) -> dict:
+        day = int(self.account.day)
+        return {"wealth": float(self.account.wealth), "day": day, "date": str(self.market.dates[day]), **extra}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        uniform = torch.tensor(self.np_random.random(), dtype=torch.float64)
+        start = draw_start_days(uniform, self.arrays.num_days, self.config)
+        if options and "start_day" in options:
+            start = torch.tensor(int(options["start_day"]))
+        self.account = initial_account(start, self.market.num_stocks, self.config, self.dtype)
+        return self._obs(), self._info()
+
+    def step(self, action):
+        if self.account is None:
+            raise RuntimeError("call reset() before step()")
+        action = torch.as_tensor(np.asarray(action, dtype=np.float64), dtype=self.dtype)
+        self.account, reward, terminated, truncated, fee, traded = step_account(
+            self.account, action, self.arrays, self.config)
+        info = self._info(fee=float(fee), traded_value=float(traded))
+        return self._obs(), float(reward), bool(terminated), bool(truncated), info

@@ -1,0 +1,84 @@
+"""Batched environments: N independent accounts stepped together as tensors on any device."""
+from __future__ import annotations
+
+import torch
+
+from ..data.market import MarketData
+from .core import (Account, EnvConfig, MarketArrays, draw_start_days, initial_account, observation_size,
+                   observe, step_account)
+
+
+class VecStockTradingEnv:
+    """N sub-envs (accounts) on one market, stepped with batched tensor ops.
+
+    Gymnasium's vector API, with torch tensors: ``reset()`` returns ``obs [N, obs_dim], info``;
+    ``step(actions [N, S])`` returns ``obs, reward, terminated, truncated, info``. Each sub-env
+    starts on its own random day. Finished sub-envs reset in the same step (gymnasium's
+    ``SAME_STEP`` autoreset): the returned ``obs`` is the new episode's first observation and
+    ``info["final_obs"]`` holds the observation the finished episode ended on (rows of envs that
+    did not finish hold their ordinary next observation). ``info`` also has ``wealth`` (before
+    any reset), ``fee`` and ``traded_value`` per env. The step keeps static shapes and never
+    synchronises with the host, so it can be captured in a CUDA graph.
+    """
+
+    def __init__(self, market: MarketData, num_envs: int, config: EnvConfig | None = None, *,
+                 device=None, dtype: torch.dtype = torch.float32, seed: int = 0):
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        self.config = config or EnvConfig()
+        self.market = market.to(device if device is not None else market.device, dtype)
+        self.arrays = MarketArrays.from_market(self.market, self.config.fees)
+        self.num_envs = num_envs
+        self.num_stocks = self.market.num_stocks
+        self.device = self.market.device
+        self.dtype = dtype
+        self.observation_dim = observation_size(self.num_stocks, self.market.num_features)
+        self.action_dim = self.num_stocks
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(seed)
+        self.account: Account | None = None
+
+    def _draw_starts(self) -> torch.Tensor:
+        uniform = torch.rand(self.num_envs, generator=self.generator, device=self.device, dtype=torch.float64)
+        return draw_start_days(uniform, self.arrays.num_days, self.config)
+
+    def _fresh_accounts(self) -> Account:
+        return initial_account(self._draw_starts(), self.num_stocks, self.config, self.dtype)
+
+    def reset(self, seed: int | None = None):
+        if seed is not None:
+            self.generator.manual_seed(seed)
+        self.account = self._fresh_accounts()
+        return observe(self.account, self.arrays), {}
+
+    def _step_accounts(self, action: torch.Tensor):
+        return step_account(self.account, action, self.arrays, self.config)
+
+    def step(self, action: torch.Tensor):
+        if self.account is None:
+            raise RuntimeError("call reset() before step()")
+        action = action.to(device=self.device, dtype=self.dtype)
+        stepped, reward, terminated, truncated, fee, traded = self._step_accounts(action)
+        final_obs = observe(stepped, self.arrays)
+        done = terminated | truncated
+        fresh = self._fresh_accounts()
+        self.account = Account(*(torch.where(done.view(-1, *([1] * (new.dim() - 1))), new, old)
+                                 for new, old in zip(fresh, stepped)))
+        obs = torch.where(done.unsqueeze(-1), observe(self.account, self.arrays), final_obs)
+        info = {"final_obs": final_obs, "wealth": stepped.wealth, "fee": fee, "traded_value": traded}
+        return obs, reward, terminated, truncated, info
+
+
+class VmapStockTradingEnv(VecStockTradingEnv):
+    """The same env, batched by ``torch.func.vmap`` over the one-account step function.
+
+    Where `VecStockTradingEnv` relies on the step function's broadcasting over a leading batch
+    dimension, this variant writes nothing batched at all: vmap adds the batch dimension.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._vmapped = torch.func.vmap(step_account, in_dims=(0, 0, None, None))
+
+    def _step_accounts(self, action: torch.Tensor):
+        return self._vmapped(self.account, action, self.arrays, self.config)
