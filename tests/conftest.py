@@ -26,3 +26,52 @@ def pytest_collection_modifyitems(config, items):
                 cuda = _cuda_available()
             if not cuda:
                 item.add_marker(pytest.mark.skip(reason="needs CUDA"))
+
+
+# --- shared fixtures for the data / rules / env tests ------------------------------------------
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+try:  # small torch ops are slower with several threads on a 2-core machine
+    import torch as _torch
+
+    _torch.set_num_threads(1)
+except ImportError:  # pragma: no cover - torch is a hard dependency of the package
+    pass
+
+
+@pytest.fixture(scope="session")
+def sse15_bars():
+    """The embedded sse15 bars as ``load_sample`` returns them (treat as read-only)."""
+    from finrl_tutorial.data import load_sample
+
+    return load_sample("sse15")
+
+
+@pytest.fixture(scope="session")
+def sse15():
+    """``load_market()`` on the embedded sample: a `PreparedMarket` with the SSE15 splits (read-only)."""
+    from finrl_tutorial.data import load_market
+
+    return load_market()
+
+
+def _synthetic_bars(tickers=("600000.SH", "600036.SH"), days=40, start="2020-01-02", seed=0, base=10.0):
+    """A small valid bar table: random walks inside the ±10 % limit, business-day calendar."""
+    rng = np.random.default_rng(seed)
+    dates = pd.bdate_range(start, periods=days)
+    rows = []
+    for j, tic in enumerate(tickers):
+        close = np.round(base * (1 + j) * np.cumprod(1 + rng.uniform(-0.03, 0.03, days)), 2)
+        open_ = np.round(close * (1 + rng.uniform(-0.01, 0.01, days)), 2)
+        high = np.maximum(open_, close) + 0.05
+        low = np.minimum(open_, close) - 0.05
+        rows.append(pd.DataFrame({"date": dates.strftime("%Y-%m-%d"), "tic": tic, "open": open_, "high": high,
+                                  "low": low, "close": close, "volume": rng.integers(1, 100, days) * 1e4}))
+    return pd.concat(rows, ignore_index=True)
+
+
+@pytest.fixture
+def synthetic_bars():
+    """Factory for small valid synthetic bar tables (see ``_synthetic_bars``)."""
+    return _synthetic_bars

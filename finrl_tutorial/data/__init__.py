@@ -48,6 +48,8 @@ def load_market(source: str = "sample", *, tickers=None, start=None, end=None, s
     bars = validate_bars(bars)
     if tickers:
         wanted = [tickers] if isinstance(tickers, str) else list(tickers)
+        known = set(bars["tic"])  # accept '600000' for '600000.SH'; own data may use any codes
+        wanted = [t if t in known else sources.normalize_tickers(t)[0] for t in wanted]
         bars = bars[bars["tic"].isin(wanted)]
         missing = sorted(set(wanted) - set(bars["tic"]))
         if missing:

@@ -111,7 +111,7 @@ def to_baostock_code(ticker: str) -> str:
     return f"{exchange.lower()}.{code}"
 
 
-def _tickers(tickers: str | Iterable[str]) -> list[str]:
+def normalize_tickers(tickers: str | Iterable[str]) -> list[str]:
     items = [tickers] if isinstance(tickers, str) else list(tickers)
     out = list(dict.fromkeys(_ticker(t) for t in items))
     if not out:
@@ -348,7 +348,7 @@ def fetch_tushare(tickers: str | Iterable[str], start: Any, end: Any, *, token: 
     ``cache_dir`` each raw response is kept as a CSV and reused on the next run; windows that
     end today or later are not cached, because their data is still growing.
     """
-    names = _tickers(tickers)
+    names = normalize_tickers(tickers)
     start, end = _window(start, end)
     token = (token or os.environ.get("TUSHARE_TOKEN") or "").strip() or None
     if client is None:
@@ -386,7 +386,7 @@ def fetch_akshare(tickers: str | Iterable[str], start: Any, end: Any, *, client:
 
     akshare has no pre-close column and no exchange calendar: ``calendar`` is None.
     """
-    names = _tickers(tickers)
+    names = normalize_tickers(tickers)
     start, end = _window(start, end)
     ak = client if client is not None else _require("akshare")
     window = {"start_date": f"{start:%Y%m%d}", "end_date": f"{end:%Y%m%d}"}
@@ -428,7 +428,7 @@ def fetch_baostock(tickers: str | Iterable[str], start: Any, end: Any, *, client
     baostock lists suspended days as rows with ``tradestatus`` 0 and volume 0; they are dropped,
     because a suspension is an absent row in the schema. ``isST`` becomes ``is_st``.
     """
-    names = _tickers(tickers)
+    names = normalize_tickers(tickers)
     start, end = _window(start, end)
     bs = client if client is not None else _require("baostock")
     window = {"start_date": f"{start:%Y-%m-%d}", "end_date": f"{end:%Y-%m-%d}"}

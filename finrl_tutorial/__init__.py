@@ -1,0 +1,25 @@
+"""finrl_tutorial: scalable reinforcement learning for China A-share trading.
+
+One import for the book's chapters: ``from finrl_tutorial import load_market, PPOConfig, train, …``.
+Data flows one way: data → envs → agents → backtest → train.
+"""
+from .agents import A2CConfig, ActorCritic, PPOConfig, make_config
+from .backtest import performance_summary, plot_band, plot_bars, plot_equity, plot_learning_curve
+from .backtest.runner import (BacktestResult, EpisodeRecord, agent_policy, backtest, buy_and_hold_baseline,
+                              random_baseline, run_policy)
+from .data import (DataError, MarketData, PreparedMarket, load_market, load_sample, prepare_market,
+                   validate_bars)
+from .envs import EnvConfig, StockTradingEnv, VecStockTradingEnv, VmapStockTradingEnv
+from .rules import FeeSchedule
+from .train import TrainingError, TrainResult, agent_from_checkpoint, load_checkpoint, train
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "A2CConfig", "ActorCritic", "BacktestResult", "DataError", "EnvConfig", "EpisodeRecord", "FeeSchedule",
+    "MarketData", "PPOConfig", "PreparedMarket", "StockTradingEnv", "TrainResult", "TrainingError",
+    "VecStockTradingEnv", "VmapStockTradingEnv", "agent_from_checkpoint", "agent_policy", "backtest",
+    "buy_and_hold_baseline", "load_checkpoint", "load_market", "load_sample", "make_config",
+    "performance_summary", "plot_band", "plot_bars", "plot_equity", "plot_learning_curve", "prepare_market",
+    "random_baseline", "run_policy", "train", "validate_bars",
+]

@@ -1,0 +1,33 @@
+"""Advantage actor-critic (A2C): PPO's rollout, GAE and update loop with a plain policy
+gradient, one pass over each (short) rollout and no clipping. Only the loss and the defaults
+differ from `ppo.py`, so only those live here."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .ppo import PPOConfig
+
+
+@dataclass
+class A2CConfig(PPOConfig):
+    """PPOConfig with A2C's defaults: short rollouts, one full-batch step per iteration."""
+
+    algo: str = "a2c"
+    """Always ``a2c``."""
+    horizon_len: int = 8
+    """Rollout steps per env per iteration (A2C updates often, on fresh data)."""
+    batch_size: int = 1 << 30
+    """The whole rollout is one batch."""
+    repeat_times: int = 1
+    """One pass: the samples are on-policy only once."""
+    learning_rate: float = 7e-4
+    """Adam step size (A2C's usual RMSprop rate, with Adam)."""
+    gae_lambda: float = 1.0
+    """n-step returns over the short rollout."""
+    max_grad_norm: float = 0.5
+    """Gradient-norm clip."""
+
+
+def a2c_policy_loss(new_log_prob, old_log_prob, advantages):
+    """−E[log π(a|s) A]: the policy gradient with no ratio and no clipping."""
+    return -(new_log_prob * advantages).mean()

@@ -1,0 +1,254 @@
+"""Proximal Policy Optimisation in one file: config, actor-critic, rollout, GAE, clipped update.
+
+Read it top to bottom. The training loop that drives these pieces (logging, evaluation,
+checkpoints) is `finrl_tutorial.train.trainer`; A2C (`a2c.py`) reuses everything here except
+the policy loss. References: Schulman et al. 2017 (PPO), 2016 (GAE); CleanRL's ppo_continuous_action.
+
+Sizes: each iteration collects ``num_envs × horizon_len`` samples, then makes ``repeat_times``
+passes (epochs) over all of them in minibatches of ``batch_size``: every sample is used
+``repeat_times`` times, whatever the number of envs.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+from torch import nn
+from torch.distributions import Normal
+
+
+@dataclass
+class PPOConfig:
+    """Hyperparameters of PPO (and, with other defaults, of A2C)."""
+
+    algo: str = "ppo"
+    """``ppo`` (clipped surrogate) or ``a2c`` (plain policy gradient, one pass)."""
+    num_envs: int = 64
+    """Parallel sub-envs in the batched env."""
+    horizon_len: int = 64
+    """Rollout steps per env per iteration."""
+    batch_size: int = 1024
+    """Minibatch size of the update (capped at the rollout size)."""
+    repeat_times: int = 4
+    """Epochs over the whole rollout per iteration (each sample is used this many times)."""
+    learning_rate: float = 3e-4
+    """Adam step size."""
+    anneal_lr: bool = True
+    """Decay the learning rate linearly to 0 over the run."""
+    gamma: float = 0.99
+    """Discount factor per trading day."""
+    gae_lambda: float = 0.95
+    """GAE λ: 0 is one-step TD, 1 is Monte Carlo."""
+    clip_range: float = 0.2
+    """PPO's ratio clip ε."""
+    entropy_coef: float = 0.0
+    """Weight of the entropy *bonus* (added to the objective; it keeps exploration up)."""
+    value_coef: float = 0.5
+    """Weight of the value loss."""
+    max_grad_norm: float = 0.5
+    """Gradient-norm clip."""
+    target_kl: float | None = None
+    """Stop an iteration's epochs early once the approximate KL exceeds this (None: never)."""
+    normalize_advantages: bool = True
+    """Standardise advantages per minibatch."""
+    hidden_sizes: tuple[int, ...] = (128, 128)
+    """Hidden layers of the actor and of the critic MLPs."""
+    init_log_std: float = -0.5
+    """Initial log standard deviation of the Gaussian policy."""
+    total_steps: int = 200_000
+    """Env steps to train for (all envs together)."""
+    seed: int = 0
+    """Seeds torch, the env's start days and the minibatch order."""
+    device: str = "cpu"
+    """Where the env and the networks live: ``cpu``, ``cuda``, ``cuda:1`` ..."""
+
+    def __post_init__(self):
+        if self.algo not in ("ppo", "a2c"):
+            raise ValueError(f"algo must be 'ppo' or 'a2c', got {self.algo!r}")
+        for name in ("num_envs", "horizon_len", "batch_size", "repeat_times", "total_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0 < self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:
+            raise ValueError("gamma must be in (0, 1] and gae_lambda in [0, 1]")
+        self.hidden_sizes = tuple(self.hidden_sizes)
+
+    @property
+    def rollout_size(self) -> int:
+        return self.num_envs * self.horizon_len
+
+    @property
+    def num_minibatches(self) -> int:
+        return max(1, math.ceil(self.rollout_size / min(self.batch_size, self.rollout_size)))
+
+    @property
+    def iterations(self) -> int:
+        return max(1, self.total_steps // self.rollout_size)
+
+
+def mlp(sizes, out_gain: float) -> nn.Sequential:
+    """Tanh MLP with orthogonal init (gain √2 inside, ``out_gain`` on the last layer)."""
+    layers = []
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+        linear = nn.Linear(a, b)
+        last = i == len(sizes) - 2
+        nn.init.orthogonal_(linear.weight, out_gain if last else math.sqrt(2))
+        nn.init.zeros_(linear.bias)
+        layers += [linear] if last else [linear, nn.Tanh()]
+    return nn.Sequential(*layers)
+
+
+class ActorCritic(nn.Module):
+    """Gaussian policy (state-dependent mean, learned state-independent std) and a value net."""
+
+    def __init__(self, obs_dim: int, action_dim: int, hidden_sizes=(128, 128), init_log_std: float = -0.5):
+        super().__init__()
+        self.actor_mean = mlp((obs_dim, *hidden_sizes, action_dim), out_gain=0.01)
+        self.critic = mlp((obs_dim, *hidden_sizes, 1), out_gain=1.0)
+        self.log_std = nn.Parameter(torch.full((action_dim,), float(init_log_std)))
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.critic(obs).squeeze(-1)
+
+    def distribution(self, obs: torch.Tensor) -> Normal:
+        mean = self.actor_mean(obs)
+        return Normal(mean, self.log_std.expand_as(mean).exp())
+
+    def forward(self, obs: torch.Tensor, action: torch.Tensor | None = None):
+        """Sample (or score) an action: returns ``action, log_prob, entropy, value``."""
+        dist = self.distribution(obs)
+        if action is None:
+            action = dist.sample()
+        return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.value(obs)
+
+    @torch.no_grad()
+    def act(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
+        """The action to trade with: the mean for evaluation, a sample otherwise."""
+        dist = self.distribution(obs)
+        return dist.mean if deterministic else dist.sample()
+
+
+@dataclass
+class Rollout:
+    """One iteration's experience, [horizon_len, num_envs, ...] tensors on the env's device."""
+
+    obs: torch.Tensor
+    actions: torch.Tensor
+    log_probs: torch.Tensor
+    rewards: torch.Tensor
+    values: torch.Tensor
+    next_values: torch.Tensor  # V(next state): V(final obs) at a truncation, 0 at a termination
+    dones: torch.Tensor        # the episode ended after this step (terminated or truncated)
+    stats: dict = field(default_factory=dict)
+
+    @classmethod
+    def empty(cls, horizon_len: int, num_envs: int, obs_dim: int, action_dim: int, device, dtype=torch.float32):
+        z = lambda *shape: torch.zeros(horizon_len, num_envs, *shape, device=device, dtype=dtype)  # noqa: E731
+        return cls(z(obs_dim), z(action_dim), z(), z(), z(), z(), z())
+
+
+@torch.no_grad()
+def collect_rollout(env, agent: ActorCritic, rollout: Rollout, obs: torch.Tensor):
+    """Step the batched env ``horizon_len`` times with the current policy, filling ``rollout``.
+
+    Time limits: where an episode was *truncated*, the return continues beyond the cut, so the
+    next value is the critic's estimate of the final observation; where it *terminated*, it is 0.
+    Returns the observation to continue from. Episode statistics stay on the device (no sync).
+    """
+    finished = torch.zeros((), device=obs.device)
+    final_wealth = torch.zeros((), device=obs.device)
+    for t in range(rollout.obs.shape[0]):
+        action, log_prob, _, value = agent(obs)
+        next_obs, reward, terminated, truncated, info = env.step(action)
+        done = terminated | truncated
+        rollout.obs[t] = obs
+        rollout.actions[t] = action
+        rollout.log_probs[t] = log_prob
+        rollout.values[t] = value
+        rollout.rewards[t] = reward
+        rollout.next_values[t] = agent.value(info["final_obs"]) * (~terminated)
+        rollout.dones[t] = done
+        finished += done.sum()
+        final_wealth += (info["wealth"] * done).sum()
+        obs = next_obs
+    rollout.stats = {"episodes": finished, "final_wealth_sum": final_wealth}
+    return obs
+
+
+def compute_gae(rewards, values, next_values, dones, gamma: float, gae_lambda: float):
+    """Generalised advantage estimation as a reverse scan over time ([T, N] tensors).
+
+    δ_t = r_t + γ V(s_{t+1}) − V(s_t), with V(s_{t+1}) from ``next_values`` (which already holds
+    the bootstrap of a truncated episode and 0 for a terminated one);
+    A_t = δ_t + γ λ (1 − done_t) A_{t+1}. Returns ``advantages, returns`` (returns = A + V).
+    """
+    deltas = rewards + gamma * next_values - values
+    advantages = torch.zeros_like(rewards)
+    running = torch.zeros_like(rewards[0])
+    for t in reversed(range(rewards.shape[0])):
+        running = deltas[t] + gamma * gae_lambda * (1.0 - dones[t]) * running
+        advantages[t] = running
+    return advantages, advantages + values
+
+
+def ppo_policy_loss(new_log_prob, old_log_prob, advantages, clip_range: float):
+    """PPO's clipped surrogate: −E[min(ρ A, clip(ρ, 1−ε, 1+ε) A)], ρ = π_new / π_old."""
+    ratio = (new_log_prob - old_log_prob).exp()
+    unclipped = ratio * advantages
+    clipped = ratio.clamp(1.0 - clip_range, 1.0 + clip_range) * advantages
+    return -torch.min(unclipped, clipped).mean()
+
+
+def update(agent: ActorCritic, optimizer: torch.optim.Optimizer, rollout: Rollout, config: PPOConfig,
+           policy_loss: Callable = None, generator: torch.Generator | None = None,
+           all_reduce_mean: Callable[[torch.Tensor], torch.Tensor] = lambda x: x) -> dict[str, float]:
+    """``repeat_times`` epochs of minibatch gradient steps on one rollout.
+
+    ``policy_loss(new_log_prob, old_log_prob, advantages)`` defaults to PPO's clipped loss.
+    ``all_reduce_mean`` averages a scalar across data-parallel ranks (identity in one process),
+    so an early stop on ``target_kl`` is decided on the global value by every rank alike.
+    """
+    if policy_loss is None:
+        policy_loss = lambda new, old, adv: ppo_policy_loss(new, old, adv, config.clip_range)  # noqa: E731
+    advantages, returns = compute_gae(rollout.rewards, rollout.values, rollout.next_values, rollout.dones,
+                                      config.gamma, config.gae_lambda)
+    flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731
+    obs, actions, old_log_probs = flat(rollout.obs), flat(rollout.actions), flat(rollout.log_probs)
+    advantages, returns = flat(advantages), flat(returns)
+    size = obs.shape[0]
+    batch = min(config.batch_size, size)
+    names = ("loss/policy", "loss/value", "loss/entropy", "loss/approx_kl", "loss/clip_fraction")
+    totals = torch.zeros(len(names), device=obs.device)  # summed on the device: one sync at the end
+    steps = 0
+    for _ in range(config.repeat_times):
+        order = torch.randperm(size, generator=generator, device="cpu").to(obs.device)
+        approx_kl = torch.zeros((), device=obs.device)
+        for start in range(0, size, batch):
+            index = order[start:start + batch]
+            _, new_log_prob, entropy, value = agent(obs[index], actions[index])
+            adv = advantages[index]
+            if config.normalize_advantages and adv.numel() > 1:
+                adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+            pg_loss = policy_loss(new_log_prob, old_log_probs[index], adv)
+            value_loss = 0.5 * (value - returns[index]).pow(2).mean()
+            entropy_mean = entropy.mean()
+            loss = pg_loss - config.entropy_coef * entropy_mean + config.value_coef * value_loss
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(agent.parameters(), config.max_grad_norm)
+            optimizer.step()
+            with torch.no_grad():
+                log_ratio = new_log_prob - old_log_probs[index]
+                approx_kl = ((log_ratio.exp() - 1) - log_ratio).mean()
+                clip_fraction = ((log_ratio.exp() - 1.0).abs() > config.clip_range).float().mean()
+            totals += torch.stack([pg_loss.detach(), value_loss.detach(), entropy_mean.detach(), approx_kl,
+                                   clip_fraction])
+            steps += 1
+        if config.target_kl is not None and float(all_reduce_mean(approx_kl.detach())) > config.target_kl:
+            break
+    means = (totals / max(steps, 1)).tolist()
+    if not all(math.isfinite(v) for v in means):
+        raise FloatingPointError(f"non-finite loss in the update ({dict(zip(names, means))}): lower the "
+                                 "learning rate or check the data for extreme values")
+    return dict(zip(names, means)) | {"loss/minibatches": steps}

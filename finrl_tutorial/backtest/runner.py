@@ -1,0 +1,135 @@
+"""Run a policy through a whole split with full costs, and compare it with baselines."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..data.market import MarketData
+from ..envs import EnvConfig, VecStockTradingEnv
+from ..rules import LOT_SIZE
+from .metrics import performance_summary
+
+Policy = Callable[[torch.Tensor], torch.Tensor]
+"""A policy maps observations ``[1, obs_dim]`` to actions ``[1, S]`` in [-1, 1]."""
+
+_BASELINE_MAX_LOTS = 10**9  # baselines state exact share counts through a huge max_lots
+
+
+@dataclass
+class EpisodeRecord:
+    """Daily results of one policy over a split."""
+
+    wealth: pd.Series
+    """Wealth at each close, starting with the initial cash on the first day."""
+    fees: pd.Series
+    """Fees paid on each day (0 on the first)."""
+    traded_value: pd.Series
+    """Value traded on each day."""
+
+    def metrics(self) -> dict:
+        return performance_summary(self.wealth, traded_value=self.traded_value, fees=self.fees)
+
+
+def run_policy(policy: Policy, market: MarketData, env_config: EnvConfig | None = None, *,
+               device="cpu", dtype=torch.float64) -> EpisodeRecord:
+    """Trade ``policy`` from the first to the last day of ``market`` in one episode."""
+    config = replace(env_config or EnvConfig(), random_start=False, horizon=None, ruin_fraction=0.0)
+    env = VecStockTradingEnv(market, 1, config, device=device, dtype=dtype)
+    obs, _ = env.reset()
+    wealth, fees, traded = [config.initial_cash], [0.0], [0.0]
+    for _ in range(market.num_days - 1):
+        obs, _, terminated, truncated, info = env.step(policy(obs))
+        wealth.append(float(info["wealth"][0]))
+        fees.append(float(info["fee"][0]))
+        traded.append(float(info["traded_value"][0]))
+    index = pd.DatetimeIndex(market.dates, name="date")
+    return EpisodeRecord(pd.Series(wealth, index=index, name="wealth"), pd.Series(fees, index=index, name="fees"),
+                         pd.Series(traded, index=index, name="traded_value"))
+
+
+def agent_policy(agent) -> Policy:
+    """The agent's deterministic action (the Gaussian mean), on the agent's device and dtype."""
+    parameter = next(agent.parameters())
+    return lambda obs: agent.act(obs.to(device=parameter.device, dtype=parameter.dtype), deterministic=True)
+
+
+def buy_and_hold_baseline(market: MarketData, env_config: EnvConfig | None = None, **kwargs) -> EpisodeRecord:
+    """Equal-weight buy-and-hold: equal *money* per stock at the start, then no trades.
+
+    (FinRL's "equal weight" buys equal share counts, which weights by price.) Orders go in at
+    the first decision with full costs and lots, so a stock suspended on the fill day stays in cash.
+    """
+    config = replace(env_config or EnvConfig(), action_mode="shares", max_lots=_BASELINE_MAX_LOTS)
+    budget = config.initial_cash / market.num_stocks
+    shares = budget / market.close[0].to(torch.float64)
+    first = (shares / (config.max_lots * LOT_SIZE)).unsqueeze(0)
+    calls = [0]
+
+    def policy(obs):
+        calls[0] += 1
+        return first if calls[0] == 1 else torch.zeros_like(first)
+
+    return run_policy(policy, market, config, **kwargs)
+
+
+def random_baseline(market: MarketData, env_config: EnvConfig | None = None, seed: int = 0, **kwargs) -> EpisodeRecord:
+    """Uniform random actions in [-1, 1] each day (seeded)."""
+    generator = torch.Generator().manual_seed(seed)
+    policy = lambda obs: torch.rand(1, market.num_stocks, generator=generator, dtype=torch.float64) * 2 - 1  # noqa: E731
+    return run_policy(policy, market, env_config, **kwargs)
+
+
+def index_record(benchmark: pd.Series, market: MarketData, initial_cash: float) -> EpisodeRecord | None:
+    """An index (CSI 300) as if held without costs over the split's dates; None if it does not cover them."""
+    index = pd.DatetimeIndex(market.dates, name="date")
+    series = benchmark.copy()
+    series.index = pd.DatetimeIndex(series.index).normalize()
+    series = series.reindex(index).ffill()
+    if series.isna().any():
+        return None
+    wealth = initial_cash * series / series.iloc[0]
+    zeros = pd.Series(np.zeros(len(index)), index=index)
+    return EpisodeRecord(wealth.rename("wealth"), zeros.rename("fees"), zeros.rename("traded_value"))
+
+
+@dataclass
+class BacktestResult:
+    """Records and metrics of the agent and the baselines on one split."""
+
+    records: dict[str, EpisodeRecord]
+
+    @property
+    def metrics(self) -> dict[str, dict]:
+        return {name: record.metrics() for name, record in self.records.items()}
+
+    def table(self) -> pd.DataFrame:
+        """One row per policy, the main statistics as columns."""
+        columns = ["cumulative_return", "annual_return", "annual_volatility", "sharpe_ratio", "sortino_ratio",
+                   "max_drawdown", "calmar_ratio", "turnover", "total_fees"]
+        return pd.DataFrame(self.metrics).T[columns]
+
+    def plot(self, path=None, title="Backtest"):
+        from .plots import plot_equity
+        return plot_equity({name: record.wealth for name, record in self.records.items()}, path=path, title=title)
+
+
+def backtest(policy: Policy | None, market: MarketData, env_config: EnvConfig | None = None, *,
+             benchmark: pd.Series | None = None, name: str = "agent", random_seed: int | None = 0,
+             device="cpu") -> BacktestResult:
+    """The policy and the baselines on ``market`` (normally the untouched test split), full costs."""
+    env_config = env_config or EnvConfig()
+    records = {}
+    if policy is not None:
+        records[name] = run_policy(policy, market, env_config, device=device)
+    records["equal_weight_buy_and_hold"] = buy_and_hold_baseline(market, env_config, device=device)
+    if random_seed is not None:
+        records["random"] = random_baseline(market, env_config, seed=random_seed, device=device)
+    if benchmark is not None:
+        index = index_record(benchmark, market, env_config.initial_cash)
+        if index is not None:
+            records["csi300"] = index
+    return BacktestResult(records)

@@ -1,0 +1,77 @@
+"""Checkpoints: written atomically, loadable with ``torch.load(weights_only=True)``."""
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import asdict, fields
+from pathlib import Path
+
+import torch
+
+from ..agents import ActorCritic, PPOConfig, make_config
+from ..envs import EnvConfig
+from ..rules import FeeSchedule
+
+
+def atomic_save(obj, path: str | os.PathLike) -> Path:
+    """``torch.save`` to a temp file in the same folder, then rename over ``path``: a crash never
+    leaves a half-written checkpoint, and the previous one stays until the new one is complete."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            torch.save(obj, stream)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise
+    return path
+
+
+def config_to_dict(config) -> dict:
+    """A dataclass config as plain JSON-able values (tuples become lists)."""
+    return asdict(config)
+
+
+def env_config_from_dict(values: dict) -> EnvConfig:
+    values = dict(values)
+    fees = values.pop("fees", None)
+    if isinstance(fees, dict):
+        values["fees"] = FeeSchedule(**{k: tuple(tuple(step) for step in v) if isinstance(v, list) else v
+                                        for k, v in fees.items()})
+    known = {f.name for f in fields(EnvConfig)}
+    return EnvConfig(**{k: v for k, v in values.items() if k in known})
+
+
+def agent_config_from_dict(values: dict) -> PPOConfig:
+    values = dict(values)
+    algo = values.pop("algo", "ppo")
+    known = {f.name for f in fields(PPOConfig)}
+    return make_config(algo, **{k: v for k, v in values.items() if k in known})
+
+
+def load_checkpoint(path: str | os.PathLike, device="cpu") -> dict:
+    """Load a checkpoint safely (tensors and plain values only); a clear error if it is not one."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    try:
+        state = torch.load(path, map_location=device, weights_only=True)
+    except Exception as error:
+        raise ValueError(f"{path} is not a readable finrl_tutorial checkpoint: {error}") from None
+    if not isinstance(state, dict) or "model" not in state or "config" not in state:
+        raise ValueError(f"{path} is not a finrl_tutorial checkpoint (no model/config inside)")
+    return state
+
+
+def agent_from_checkpoint(state: dict, device="cpu") -> tuple[ActorCritic, PPOConfig, EnvConfig]:
+    """Rebuild the agent (in eval mode) and the configs it was trained with."""
+    config = agent_config_from_dict(state["config"])
+    env_config = env_config_from_dict(state["env_config"])
+    agent = ActorCritic(state["obs_dim"], state["action_dim"], config.hidden_sizes, config.init_log_std)
+    agent.load_state_dict(state["model"])
+    return agent.to(device).eval(), config, env_config

@@ -1,0 +1,214 @@
+"""The training loop around the batched env: rollout → GAE + update → log → evaluate → checkpoint.
+
+Files in ``out_dir`` (all optional): ``log.csv`` (one row per iteration, fixed columns),
+``checkpoints/last.pt`` (to resume), ``checkpoints/best.pt`` (best validation Sharpe),
+``learning_curve.png``.
+"""
+from __future__ import annotations
+
+import csv
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from ..agents import ActorCritic, PPOConfig, Rollout, collect_rollout, policy_loss_for, update
+from ..backtest.runner import agent_policy, run_policy
+from ..data.clean import PreparedMarket
+from ..envs import Account, EnvConfig, VecStockTradingEnv
+from .checkpoint import atomic_save, config_to_dict, load_checkpoint
+
+LOG_COLUMNS = (
+    "iteration", "env_steps", "wall_seconds", "samples_per_s", "learning_rate",
+    "train/episodes", "train/final_wealth", "train/reward_mean",
+    "loss/policy", "loss/value", "loss/entropy", "loss/approx_kl", "loss/clip_fraction", "loss/minibatches",
+    "valid/sharpe_ratio", "valid/cumulative_return", "valid/max_drawdown",
+)
+"""Columns of ``log.csv``, in order; a value not measured in an iteration is empty (NaN)."""
+
+
+class TrainingError(RuntimeError):
+    """Training cannot go on (e.g. a non-finite loss); the message says what was kept."""
+
+
+@dataclass
+class TrainResult:
+    agent: ActorCritic
+    """The trained agent (the best validation checkpoint's weights when evaluation ran)."""
+    log: pd.DataFrame
+    """One row per iteration, columns ``LOG_COLUMNS``."""
+    env_steps: int
+    wall_seconds: float
+    best_valid_sharpe: float
+    run_dir: Path | None
+    world_size: int = 1
+    workers: int = 0
+
+    @property
+    def samples_per_s(self) -> float:
+        return self.env_steps / max(self.wall_seconds, 1e-9)
+
+
+def evaluate(agent: ActorCritic, market, env_config: EnvConfig, device="cpu") -> dict:
+    """Deterministic policy over a whole split (validation during training): its metrics."""
+    return run_policy(agent_policy(agent), market, env_config, device=device).metrics()
+
+
+class CsvLog:
+    """Append-only CSV with fixed columns, flushed every row (a crash keeps what was logged)."""
+
+    def __init__(self, path: Path | None, keep_below_iteration: int | None = None):
+        self.path = path
+        self.rows: list[dict] = []
+        if path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if keep_below_iteration is not None and path.exists():  # resume: keep the curve so far
+            old = pd.read_csv(path)
+            self.rows = old[old["iteration"] < keep_below_iteration].to_dict("records")
+        with open(path, "w", newline="") as stream:
+            writer = csv.DictWriter(stream, LOG_COLUMNS)
+            writer.writeheader()
+            writer.writerows(self.rows)
+
+    def append(self, row: dict) -> None:
+        row = {key: row.get(key, math.nan) for key in LOG_COLUMNS}
+        self.rows.append(row)
+        if self.path is not None:
+            with open(self.path, "a", newline="") as stream:
+                csv.DictWriter(stream, LOG_COLUMNS).writerow(row)
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows, columns=list(LOG_COLUMNS))
+
+
+def _account_state(env: VecStockTradingEnv) -> dict:
+    return {name: tensor.cpu() for name, tensor in env.account._asdict().items()}
+
+
+def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | None = None, *,
+          out_dir: str | Path | None = None, eval_every: int = 5, progress: bool = True,
+          resume: str | Path | None = None, distributed=None, worker_pool=None) -> TrainResult:
+    """Train ``config.algo`` on ``market.train``; select the best checkpoint on ``market.valid``.
+
+    ``resume``: a ``last.pt`` to continue from (same curve as an uninterrupted run on CPU).
+    ``distributed`` (a `finrl_tutorial.train.distributed.DistributedContext`) and ``worker_pool``
+    (a `finrl_tutorial.train.workers.WorkerPool`) switch on the scale-out paths of chapter 2;
+    without them this is one process with one batched env.
+    """
+    env_config = env_config or EnvConfig()
+    rank = distributed.rank if distributed else 0
+    is_main = rank == 0
+    run_dir = Path(out_dir) if (out_dir is not None and is_main) else None
+    checkpoint_dir = run_dir / "checkpoints" if run_dir else None
+    device = torch.device(distributed.device if distributed else config.device)
+
+    seed = config.seed + 1000 * rank  # each rank its own env starts and noise, same initial weights
+    torch.manual_seed(config.seed)
+    if worker_pool is not None:
+        env = worker_pool
+    else:
+        env = VecStockTradingEnv(market.train, config.num_envs, env_config, device=device, seed=seed)
+    agent = ActorCritic(env.observation_dim, env.action_dim, config.hidden_sizes, config.init_log_std).to(device)
+    torch.manual_seed(seed)
+    learner = distributed.wrap(agent) if distributed else agent
+    optimizer = torch.optim.Adam(agent.parameters(), lr=config.learning_rate, eps=1e-5)
+    minibatch_order = torch.Generator().manual_seed(seed)
+    rollout = Rollout.empty(config.horizon_len, env.num_envs, env.observation_dim, env.action_dim, device)
+    policy_loss = policy_loss_for(config)
+    all_reduce_mean = distributed.all_reduce_mean if distributed else (lambda x: x)
+
+    start_iteration, env_steps, best_sharpe, spent = 0, 0, -math.inf, 0.0
+    best_weights = None
+    obs, _ = env.reset(seed=seed)
+    if resume is not None:
+        state = load_checkpoint(resume, device=device)
+        agent.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        start_iteration, env_steps = state["iteration"], state["env_steps"]
+        best_sharpe, spent = state["best_valid_sharpe"], state["wall_seconds"]
+        best_path = Path(resume).with_name("best.pt")
+        if best_path.exists():
+            best_weights = load_checkpoint(best_path, device=device)["model"]
+        torch.set_rng_state(state["rng_torch"])
+        minibatch_order.set_state(state["rng_minibatch"])
+        if worker_pool is None:
+            env.generator.set_state(state["rng_env"])
+            env.account = Account(**{k: v.to(device) for k, v in state["env_account"].items()})
+            obs = state["obs"].to(device)
+    log = CsvLog(run_dir / "log.csv" if run_dir else None,
+                 keep_below_iteration=start_iteration if resume is not None else None)
+
+    def checkpoint(iteration: int) -> dict:
+        state = {
+            "model": agent.state_dict(), "optimizer": optimizer.state_dict(), "config": config_to_dict(config),
+            "env_config": config_to_dict(env_config), "obs_dim": env.observation_dim, "action_dim": env.action_dim,
+            "iteration": iteration, "env_steps": env_steps, "best_valid_sharpe": best_sharpe,
+            "wall_seconds": spent + time.perf_counter() - started, "tickers": list(market.train.tickers),
+            "feature_names": list(market.train.feature_names), "rng_torch": torch.get_rng_state(),
+            "rng_minibatch": minibatch_order.get_state(), "obs": obs.cpu(),
+        }
+        if worker_pool is None:
+            state |= {"rng_env": env.generator.get_state(), "env_account": _account_state(env)}
+        return state
+
+    iterations = config.iterations
+    started = time.perf_counter()
+    bar = tqdm(range(start_iteration, iterations), desc=config.algo.upper(), disable=not (progress and is_main),
+               initial=start_iteration, total=iterations)
+    for iteration in bar:
+        if config.anneal_lr:
+            optimizer.param_groups[0]["lr"] = config.learning_rate * (1.0 - iteration / iterations)
+        if worker_pool is not None:
+            rollout = worker_pool.collect(agent, config.horizon_len)
+        else:
+            agent.eval()
+            obs = collect_rollout(env, agent, rollout, obs)
+        agent.train()
+        try:
+            losses = update(learner, optimizer, rollout, config, policy_loss, minibatch_order, all_reduce_mean)
+        except FloatingPointError as error:
+            kept = checkpoint_dir / "last.pt" if checkpoint_dir else "no checkpoint (no out_dir)"
+            raise TrainingError(f"{error}; stopped at iteration {iteration}, last good checkpoint: {kept}") from None
+        env_steps += rollout.rewards.numel() * (distributed.world_size if distributed else 1)
+        episodes = float(rollout.stats["episodes"])
+        wall = spent + time.perf_counter() - started
+        row = {
+            "iteration": iteration, "env_steps": env_steps, "wall_seconds": wall,
+            "samples_per_s": env_steps / max(wall, 1e-9), "learning_rate": optimizer.param_groups[0]["lr"],
+            "train/episodes": episodes, "train/reward_mean": float(rollout.rewards.mean()),
+            "train/final_wealth": (float(rollout.stats["final_wealth_sum"]) / episodes / env_config.initial_cash
+                                   if episodes else math.nan),
+            **losses,
+        }
+        last = iteration == iterations - 1
+        if is_main and (eval_every and (iteration % eval_every == 0 or last)):
+            metrics = evaluate(agent, market.valid, env_config, device=device)
+            row |= {f"valid/{k}": metrics[k] for k in ("sharpe_ratio", "cumulative_return", "max_drawdown")}
+            if metrics["sharpe_ratio"] > best_sharpe:
+                best_sharpe = metrics["sharpe_ratio"]
+                best_weights = {k: v.detach().clone() for k, v in agent.state_dict().items()}
+                if checkpoint_dir:
+                    atomic_save(checkpoint(iteration + 1), checkpoint_dir / "best.pt")
+            if checkpoint_dir:
+                atomic_save(checkpoint(iteration + 1), checkpoint_dir / "last.pt")
+        if is_main:
+            log.append(row)
+            bar.set_postfix(valid_sharpe=row.get("valid/sharpe_ratio", math.nan), refresh=False)
+    wall_seconds = spent + time.perf_counter() - started
+
+    frame = log.frame()
+    if best_weights is not None:
+        agent.load_state_dict(best_weights)
+    if run_dir is not None and frame["valid/sharpe_ratio"].notna().any():
+        from ..backtest.plots import plot_learning_curve
+        plot_learning_curve(frame, x="env_steps", y=("train/final_wealth", "valid/sharpe_ratio", "loss/entropy"),
+                            path=run_dir / "learning_curve.png")
+    agent.eval()
+    return TrainResult(agent, frame, env_steps, wall_seconds, best_sharpe, run_dir,
+                       world_size=distributed.world_size if distributed else 1,
+                       workers=worker_pool.num_workers if worker_pool is not None else 0)
