@@ -161,7 +161,7 @@ def execute_orders(cash, holdings, sellable, wanted, price, can_buy, can_sell,
     lot_cost = LOT_SIZE * price * (1.0 + fees.commission_rate + transfer_rate.unsqueeze(-1))
     worst_case = (buy_lots * lot_cost).sum(-1) + fees.min_commission * (buy_lots > 0).sum(-1)
     affordable = torch.where(worst_case > 0, cash * (1.0 - cash_margin) / worst_case.clamp(min=1e-9),
-                             torch.ones_like(cash)).clamp(max=1.0)
+                             torch.ones_like(cash)).clamp(min=0.0, max=1.0)  # cash < 0 buys nothing
     buy_qty = torch.floor(buy_lots * affordable.unsqueeze(-1)) * LOT_SIZE
     buy_value = buy_qty * price
     buy_fee = (order_commission(buy_value, buy_qty, fees.commission_rate, fees.min_commission)

@@ -280,8 +280,8 @@ def prepare_market(bars: pd.DataFrame, *, splits: dict | None = None, indicators
         dates=dates.values.astype("datetime64[D]"), tickers=list(tickers), feature_names=feature_names,
         open=as_tensor(dense_or_close("open")), high=as_tensor(dense_or_close("high")),
         low=as_tensor(dense_or_close("low")), close=as_tensor(close), pre_close=as_tensor(reference),
-        split_ratio=as_tensor(ratio), up_limit=as_tensor(np.nan_to_num(up, nan=np.inf)),
-        down_limit=as_tensor(np.nan_to_num(down, nan=0.0)), tradable=torch.as_tensor(traded),
+        split_ratio=as_tensor(ratio), up_limit=as_tensor(np.where(np.isnan(up), np.inf, up)),
+        down_limit=as_tensor(np.where(np.isnan(down), 0.0, down)), tradable=torch.as_tensor(traded),
         features=as_tensor(features), source=source, info=info,
     )
     sliced = {name: full.slice_days(a, b) for name, (a, b) in positions.items()}

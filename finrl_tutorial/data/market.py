@@ -117,3 +117,17 @@ class MarketData:
                 f"{self.num_stocks} stocks, {self.num_features} features, "
                 f"device={self.device}, dtype={self.close.dtype}, source={self.source!r})")
 
+
+    def to_frame(self) -> pd.DataFrame:
+        """Long table (one row per day and stock) of every array, for saving and inspection."""
+        days, stocks = self.num_days, self.num_stocks
+        frame = pd.DataFrame({
+            "date": np.repeat(pd.DatetimeIndex(self.dates), stocks),
+            "tic": np.tile(np.asarray(self.tickers, dtype=object), days),
+        })
+        for name in _ARRAY_FIELDS[:-1]:
+            frame[name] = getattr(self, name).cpu().numpy().reshape(-1)
+        features = self.features.cpu().numpy().reshape(days * stocks, -1)
+        for i, name in enumerate(self.feature_names):
+            frame[f"feature_{name}"] = features[:, i]
+        return frame

@@ -22,7 +22,8 @@ class VecStockTradingEnv:
     """
 
     def __init__(self, market: MarketData, num_envs: int, config: EnvConfig | None = None, *,
-                 device=None, dtype: torch.dtype = torch.float32, seed: int = 0):
+                 device=None, dtype: torch.dtype = torch.float32, seed: int = 0,
+                 start_window: tuple[int, int] | None = None):
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         self.config = config or EnvConfig()
@@ -37,9 +38,16 @@ class VecStockTradingEnv:
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
         self.account: Account | None = None
+        # Episodes start on days [lo, hi) only: a worker's or rank's shard of the data.
+        self.start_window = start_window
+        if start_window is not None and not 0 <= start_window[0] < start_window[1] <= self.arrays.num_days - 1:
+            raise ValueError(f"start_window {start_window} must lie within [0, {self.arrays.num_days - 1})")
 
     def _draw_starts(self) -> torch.Tensor:
         uniform = torch.rand(self.num_envs, generator=self.generator, device=self.device, dtype=torch.float64)
+        if self.start_window is not None and self.config.random_start:
+            low, high = self.start_window
+            return low + (uniform * (high - low)).long().clamp(max=high - low - 1)
         return draw_start_days(uniform, self.arrays.num_days, self.config)
 
     def _fresh_accounts(self) -> Account:
@@ -62,8 +70,10 @@ class VecStockTradingEnv:
         final_obs = observe(stepped, self.arrays)
         done = terminated | truncated
         fresh = self._fresh_accounts()
-        self.account = Account(*(torch.where(done.view(-1, *([1] * (new.dim() - 1))), new, old)
-                                 for new, old in zip(fresh, stepped)))
+        # Write the next state into the same tensors every step: fixed addresses let the step be
+        # replayed as a CUDA graph (see `finrl_tutorial.envs.graph`).
+        for target, new, old in zip(self.account, fresh, stepped):
+            target.copy_(torch.where(done.view(-1, *([1] * (new.dim() - 1))), new, old))
         obs = torch.where(done.unsqueeze(-1), observe(self.account, self.arrays), final_obs)
         info = {"final_obs": final_obs, "wealth": stepped.wealth, "fee": fee, "traded_value": traded}
         return obs, reward, terminated, truncated, info

@@ -1,0 +1,79 @@
+"""Env throughput: env-steps per second of each env kind (random actions, auto-reset on)."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from . import machine, market_with_stocks, timed
+
+ENV_KINDS = ("single", "vec", "vmap", "subproc")
+
+
+def add_arguments(kinds) -> None:
+    parser = kinds.add_parser("env", help="env-steps/s of single | vec | vmap | subproc envs")
+    parser.add_argument("--env", nargs="+", choices=ENV_KINDS, default=["vec"])
+    parser.add_argument("--num-envs", type=int, nargs="+", default=[64])
+    parser.add_argument("--stocks", type=int, default=30, help="columns (the sample's 15 stocks repeated)")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--threads", type=int, default=1)
+
+
+def sync_for(device) -> callable:
+    device = torch.device(device)
+    return (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
+
+
+def measure_env(kind: str, market, num_envs: int, device="cpu", seconds: float = 3.0) -> dict:
+    """One throughput record for ``kind`` with ``num_envs`` sub-envs."""
+    from ..envs import EnvConfig, StockTradingEnv, VecStockTradingEnv, VmapStockTradingEnv
+
+    config = EnvConfig()
+    stocks = market.num_stocks
+    if kind == "single":
+        env = StockTradingEnv(market, config, dtype=torch.float32)
+        env.reset(seed=0)
+        rng = np.random.default_rng(0)
+
+        def step():
+            _, _, terminated, truncated, _ = env.step(rng.uniform(-1, 1, stocks).astype(np.float32))
+            if terminated or truncated:
+                env.reset()
+        calls, elapsed = timed(step, seconds)
+        num_envs = 1
+    elif kind == "subproc":
+        import gymnasium
+
+        env = gymnasium.vector.AsyncVectorEnv([lambda: StockTradingEnv(market, config, dtype=torch.float32)
+                                               for _ in range(num_envs)], context="spawn")
+        env.reset(seed=0)
+        rng = np.random.default_rng(0)
+        try:
+            calls, elapsed = timed(lambda: env.step(rng.uniform(-1, 1, (num_envs, stocks)).astype(np.float32)),
+                                   seconds)
+        finally:
+            env.close()
+    else:
+        cls = VecStockTradingEnv if kind == "vec" else VmapStockTradingEnv
+        env = cls(market, num_envs, config, device=device, seed=0)
+        env.reset()
+        generator = torch.Generator(device=env.device).manual_seed(0)
+        actions = torch.rand(64, num_envs, stocks, generator=generator, device=env.device) * 2 - 1
+        counter = [0]
+
+        def step():
+            counter[0] += 1
+            env.step(actions[counter[0] % 64])
+        calls, elapsed = timed(step, seconds, sync=sync_for(env.device))
+    return {"bench": "env", "env": kind, "num_envs": num_envs, "stocks": stocks, "device": str(device),
+            "steps": calls, "seconds": round(elapsed, 4), "env_steps_per_s": calls * num_envs / elapsed,
+            **machine()}
+
+
+def run(args):
+    from ..data import load_market
+
+    market = market_with_stocks(load_market().train, args.stocks)
+    for kind in args.env:
+        for num_envs in args.num_envs:
+            yield measure_env(kind, market, num_envs, args.device, args.seconds)

@@ -1,0 +1,217 @@
+"""Command line: ``python -m finrl_tutorial data|train|backtest|bench …``.
+
+Bad input ends with exit code 2 and one line on stderr naming the problem.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+FAST = os.environ.get("FINRL_TUTORIAL_FAST") == "1"
+
+
+def _tickers(values):
+    """Accept ``--tickers 600000.SH 600519.SH`` and ``--tickers 600000.SH,600519.SH``."""
+    if not values:
+        return None
+    return [t for value in values for t in value.split(",") if t]
+
+
+def _add_data_options(parser, default="sample"):
+    parser.add_argument("--source", "--data", dest="source", default=default,
+                        help="sample (embedded sse15) | tushare | akshare | baostock | PATH.csv")
+    parser.add_argument("--tickers", nargs="*", help="tickers to keep or fetch, e.g. 600000.SH 600519.SH")
+    parser.add_argument("--start", help="first date (YYYY-MM-DD)")
+    parser.add_argument("--end", help="last date (YYYY-MM-DD)")
+    parser.add_argument("--token", help="tushare token (default: $TUSHARE_TOKEN); never printed or saved")
+
+
+def _load(args):
+    from .data import load_market
+
+    source = "sample" if args.source in ("sample", "sse15") else args.source
+    return load_market(source, tickers=_tickers(args.tickers), start=args.start, end=args.end,
+                       token=getattr(args, "token", None))
+
+
+def cmd_data(args) -> int:
+    prepared = _load(args)
+    summary = prepared.summary()
+    print(f"source:        {summary['source']}")
+    print(f"tickers ({len(summary['tickers'])}):  {' '.join(summary['tickers'])}")
+    print(f"trading days:  {summary['trading_days']}  ({summary['date_range'][0]} .. {summary['date_range'][1]})")
+    print(f"suspended stock-days: {summary['suspended_stock_days']}  "
+          + ", ".join(f"{t} {n}" for t, n in summary["suspended_by_ticker"].items()))
+    actions = summary["corporate_actions"]
+    print(f"corporate actions: {len(actions)}")
+    for action in actions:
+        print(f"  {action['tic']} {action['date']}  holdings x{action['ratio']:.4f}  ({action['how']})")
+    print("splits:        " + ", ".join(f"{name} {s['start']}..{s['end']} ({s['days']} days)"
+                                        for name, s in summary["splits"].items()))
+    print(f"features ({len(summary['features'])}): {' '.join(summary['features'])}")
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        prepared.full.to_frame().to_csv(out, index=False)
+        print(f"saved the cleaned frame to {out}")
+    return 0
+
+
+def _configs(args):
+    from .agents import make_config
+    from .envs import EnvConfig
+
+    overrides = {k: v for k, v in {
+        "total_steps": args.total_steps, "num_envs": args.num_envs, "horizon_len": args.horizon_len,
+        "batch_size": args.batch_size, "repeat_times": args.repeat_times, "learning_rate": args.lr,
+        "seed": args.seed, "device": args.device,
+    }.items() if v is not None}
+    if FAST:
+        overrides.setdefault("total_steps", 8192)
+    config = make_config(args.algo, **overrides)
+    env_config = EnvConfig(execution=args.execution, action_mode=args.action_mode, horizon=args.horizon)
+    return config, env_config
+
+
+def cmd_train(args) -> int:
+    import torch
+
+    from .train.experiment import results_table, run_experiment
+
+    torch.set_num_threads(args.threads)
+    distributed = None
+    if args.ddp:
+        from .train.distributed import DistributedContext
+        distributed = DistributedContext.from_env(device=args.device)
+    config, env_config = _configs(args)
+    if args.data_parallel:
+        from .train.distributed import DataParallelContext
+        distributed = DataParallelContext(device=config.device)
+    prepared = _load(args)
+    pool_factory = None
+    if args.workers:
+        from .train.workers import WorkerPool
+        pool_factory = lambda seed: WorkerPool(prepared.train, config, env_config,  # noqa: E731
+                                               num_workers=args.workers, seed=seed)
+    out = Path(args.out or f"runs/{args.name or args.algo}")
+    try:
+        report = run_experiment(prepared, config, env_config, out_dir=out, seeds=args.seeds,
+                                eval_every=args.eval_every, progress=not args.no_progress,
+                                worker_pool_factory=pool_factory, distributed=distributed)
+    finally:
+        if distributed is not None:
+            distributed.close()
+    if report:
+        import pandas as pd
+        with pd.option_context("display.width", 160, "display.float_format", "{:.4f}".format):
+            print(f"\nTest split {report['data']['test'][0]}..{report['data']['test'][1]}, "
+                  f"{report['env_steps']:,} env steps in {report['wall_seconds']:.1f} s "
+                  f"({report['samples_per_s']:,.0f} samples/s)")
+            print(results_table(report).to_string())
+        print(f"\nwrote {out}/report.json, config.json, learning_curve.png, equity.png, checkpoints/best.pt")
+    return 0
+
+
+def cmd_backtest(args) -> int:
+    from .backtest.runner import agent_policy, backtest
+    from .train.checkpoint import agent_from_checkpoint, load_checkpoint
+
+    state = load_checkpoint(args.checkpoint)
+    agent, _, env_config = agent_from_checkpoint(state)
+    prepared = _load(args)
+    market = prepared.splits[args.split]
+    if list(market.tickers) != list(state["tickers"]) or list(market.feature_names) != list(state["feature_names"]):
+        raise ValueError(f"the checkpoint was trained on tickers {state['tickers']} with features "
+                         f"{state['feature_names']}, but the data has {market.tickers} / {market.feature_names}")
+    result = backtest(agent_policy(agent), market, env_config, benchmark=prepared.benchmark)
+    import pandas as pd
+    with pd.option_context("display.width", 160, "display.float_format", "{:.4f}".format):
+        print(f"{args.split} split {market.first_date}..{market.last_date}")
+        print(result.table().to_string())
+    if args.out:
+        out = Path(args.out)
+        from .train.experiment import write_json
+        write_json({"checkpoint": str(args.checkpoint), "split": args.split, "metrics": result.metrics},
+                   out / "backtest.json")
+        result.plot(path=out / "equity.png", title=f"{args.split} split")
+        print(f"wrote {out}/backtest.json and equity.png")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from . import bench
+
+    for record in bench.run(args):
+        print(json.dumps(record), flush=True)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m finrl_tutorial",
+                                     description="Scalable RL for China A-share trading.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    data = commands.add_parser("data", help="load, clean and summarise market data")
+    _add_data_options(data)
+    data.add_argument("--out", help="save the cleaned long frame to this CSV")
+    data.set_defaults(func=cmd_data)
+
+    train = commands.add_parser("train", help="train an agent, backtest it against baselines, write a report")
+    _add_data_options(train)
+    train.add_argument("--algo", choices=("ppo", "a2c"), default="ppo")
+    train.add_argument("--total-steps", type=int, help="env steps per seed (default: the config's)")
+    train.add_argument("--num-envs", type=int)
+    train.add_argument("--horizon-len", type=int)
+    train.add_argument("--batch-size", type=int)
+    train.add_argument("--repeat-times", type=int)
+    train.add_argument("--lr", type=float)
+    train.add_argument("--device", default=None, help="cpu | cuda | cuda:1 …")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--seeds", type=int, default=1, help="train this many seeds and report mean ± std")
+    train.add_argument("--execution", choices=("open", "close"), default="open")
+    train.add_argument("--action-mode", choices=("shares", "weights"), default="shares")
+    train.add_argument("--horizon", type=int, default=250, help="episode length in trading days")
+    train.add_argument("--eval-every", type=int, default=5, help="validate every K iterations")
+    train.add_argument("--workers", type=int, default=0, help="collect with N worker processes")
+    train.add_argument("--ddp", action="store_true", help="DistributedDataParallel (launch with torchrun)")
+    train.add_argument("--data-parallel", action="store_true", help="torch.nn.DataParallel over visible GPUs")
+    train.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest for small MLPs)")
+    train.add_argument("--name", help="run name: output goes to runs/<name>")
+    train.add_argument("--out", help="output folder (overrides --name)")
+    train.add_argument("--no-progress", action="store_true")
+    train.set_defaults(func=cmd_train)
+
+    back = commands.add_parser("backtest", help="backtest a saved agent on a split with full costs")
+    _add_data_options(back)
+    back.add_argument("--checkpoint", required=True)
+    back.add_argument("--split", choices=("train", "valid", "test"), default="test")
+    back.add_argument("--out", help="folder for backtest.json and equity.png")
+    back.set_defaults(func=cmd_backtest)
+
+    bench_parser = commands.add_parser("bench", help="benchmarks (JSON lines on stdout)")
+    from . import bench
+    bench.add_arguments(bench_parser)
+    bench_parser.set_defaults(func=cmd_bench)
+    return parser
+
+
+def main(argv=None) -> int:
+    from .data.schema import DataError
+    from .train.trainer import TrainingError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (DataError, TrainingError, ValueError, FileNotFoundError, ImportError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""The main job: train K seeds, choose checkpoints on validation, backtest on the untouched test
+split against baselines, and write ``report.json`` with figures."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+
+from ..agents import PPOConfig
+from ..backtest.runner import agent_policy, backtest
+from ..data.clean import PreparedMarket
+from ..envs import EnvConfig
+from .checkpoint import config_to_dict
+from .trainer import train
+
+
+def write_json(obj, path: Path) -> None:
+    """Write JSON atomically (temp file + rename); NaN/inf are refused, not written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(handle, "w") as stream:
+        json.dump(obj, stream, indent=2, allow_nan=False)
+    os.replace(temp, path)
+
+
+def _mean_std(per_seed: list[dict]) -> tuple[dict, dict]:
+    keys = per_seed[0].keys()
+    mean = {k: statistics.fmean(m[k] for m in per_seed) for k in keys}
+    std = {k: (statistics.stdev(m[k] for m in per_seed) if len(per_seed) > 1 else 0.0) for k in keys}
+    return mean, std
+
+
+def run_experiment(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | None = None, *,
+                   out_dir: str | Path = "runs/default", seeds: int = 1, eval_every: int = 5,
+                   progress: bool = True, worker_pool_factory=None, distributed=None) -> dict:
+    """Train ``seeds`` runs (seed, seed+1, …) and backtest each on ``market.test``.
+
+    Writes to ``out_dir``: ``report.json``, ``config.json``, ``learning_curve.png``,
+    ``equity.png``, ``checkpoints/best.pt`` (the seed with the best *validation* Sharpe — the
+    test split never chooses anything), and one ``seed_<k>/`` folder per seed when ``seeds > 1``.
+    """
+    from ..backtest.plots import plot_band, plot_equity
+
+    env_config = env_config or EnvConfig()
+    out_dir = Path(out_dir)
+    is_main = distributed is None or distributed.rank == 0
+    seed_list = [config.seed + k for k in range(seeds)]
+    results, backtests = [], []
+    for seed in seed_list:
+        seed_dir = out_dir if seeds == 1 else out_dir / f"seed_{seed}"
+        pool = worker_pool_factory(seed) if worker_pool_factory else None
+        try:
+            result = train(market, replace(config, seed=seed), env_config, out_dir=seed_dir, eval_every=eval_every,
+                           progress=progress, distributed=distributed, worker_pool=pool)
+        finally:
+            if pool is not None:
+                pool.close()
+        results.append(result)
+        if is_main:
+            backtests.append(backtest(agent_policy(result.agent), market.test, env_config,
+                                      benchmark=market.benchmark, random_seed=seed))
+    if not is_main:
+        return {}
+
+    agent_metrics = [bt.metrics["agent"] for bt in backtests]
+    mean, std = _mean_std(agent_metrics)
+    baselines = {name: metrics for name, metrics in backtests[0].metrics.items() if name != "agent"}
+    best = max(range(seeds), key=lambda i: results[i].best_valid_sharpe)
+    if seeds > 1:
+        source = out_dir / f"seed_{seed_list[best]}" / "checkpoints" / "best.pt"
+        if source.exists():
+            (out_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, out_dir / "checkpoints" / "best.pt")
+        curves = {"valid Sharpe": pd.DataFrame({s: r.log.set_index("env_steps")["valid/sharpe_ratio"].dropna()
+                                                for s, r in zip(seed_list, results)})}
+        plot_band(curves, x="env_steps", path=out_dir / "learning_curve.png", ylabel="validation Sharpe")
+
+    curves = {f"agent (seed {s})": bt.records["agent"].wealth for s, bt in zip(seed_list, backtests)}
+    curves |= {name: record.wealth for name, record in backtests[0].records.items() if name != "agent"}
+    plot_equity(curves, path=out_dir / "equity.png", title=f"Test split {market.test.first_date}..{market.test.last_date}")
+
+    env_steps = sum(r.env_steps for r in results)
+    wall = sum(r.wall_seconds for r in results)
+    summary = market.summary()
+    report = {
+        "config": config_to_dict(config),
+        "env_config": config_to_dict(env_config),
+        "data": {"source": summary["source"], "tickers": summary["tickers"],
+                 "train": list(market.split_dates["train"]), "valid": list(market.split_dates["valid"]),
+                 "test": list(market.split_dates["test"])},
+        "agent": mean,
+        "agent_std": std,
+        "agent_per_seed": {str(s): m for s, m in zip(seed_list, agent_metrics)},
+        "valid_sharpe_per_seed": {str(s): r.best_valid_sharpe for s, r in zip(seed_list, results)},
+        "baselines": baselines,
+        "seeds": seed_list,
+        "best_seed": seed_list[best],
+        "env_steps": env_steps,
+        "wall_seconds": wall,
+        "samples_per_s": env_steps / max(wall, 1e-9),
+        "workers": results[0].workers,
+        "world_size": results[0].world_size,
+    }
+    write_json(report, out_dir / "report.json")
+    write_json({"config": report["config"], "env_config": report["env_config"], "data": report["data"],
+                "seeds": seed_list}, out_dir / "config.json")
+    return report
+
+
+def results_table(report: dict) -> pd.DataFrame:
+    """Agent (mean over seeds, with ± std) and baselines side by side, for printing."""
+    columns = ["cumulative_return", "annual_return", "annual_volatility", "sharpe_ratio", "sortino_ratio",
+               "max_drawdown", "calmar_ratio", "turnover", "total_fees"]
+    rows = {f"agent ({len(report['seeds'])} seed{'s' if len(report['seeds']) > 1 else ''})": report["agent"]}
+    if len(report["seeds"]) > 1:
+        rows["agent ± std"] = report["agent_std"]
+    rows |= report["baselines"]
+    return pd.DataFrame(rows).T[columns]
