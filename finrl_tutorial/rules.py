@@ -142,7 +142,8 @@ def execute_orders(cash, holdings, sellable, wanted, price, can_buy, can_sell,
     buys. A sell of at least the sellable position sells all of it (odd lot included);
     otherwise whole lots. Buys are whole lots; if cash (after sells) cannot pay for
     all of them including fees, every buy is scaled by the same factor and rounded down to
-    lots, which keeps cash ≥ 0 even with the ¥5 minimum commission. No short selling.
+    lots, which keeps cash ≥ 0 even with the ¥5 minimum commission. A sell worth less than its
+    own fees is not placed. No short selling.
 
     Returns ``cash, holdings, bought_shares, fee_paid, traded_value``.
     """
@@ -151,9 +152,13 @@ def execute_orders(cash, holdings, sellable, wanted, price, can_buy, can_sell,
     sell_wanted = torch.where(can_sell, (-wanted).clamp(min=0.0), zero)
     sell_lots = torch.floor(sell_wanted / LOT_SIZE) * LOT_SIZE
     sell_qty = torch.where(sell_wanted >= sellable, sellable, torch.minimum(sell_lots, sellable))
+    sell_fee = (order_commission(sell_qty * price, sell_qty, fees.commission_rate, fees.min_commission)
+                + sell_qty * price * (stamp_rate + transfer_rate).unsqueeze(-1))
+    # A sell whose proceeds would not cover its fees (a tiny odd lot under the ¥5 minimum) is not
+    # placed: it could only overdraw the account.
+    sell_qty = torch.where(sell_qty * price > sell_fee, sell_qty, zero)
     sell_value = sell_qty * price
-    sell_fee = (order_commission(sell_value, sell_qty, fees.commission_rate, fees.min_commission)
-                + sell_value * (stamp_rate + transfer_rate).unsqueeze(-1))
+    sell_fee = torch.where(sell_qty > 0, sell_fee, zero)
     cash = cash + (sell_value - sell_fee).sum(-1)
     holdings = holdings - sell_qty
 

@@ -8,6 +8,9 @@ from finrl_tutorial.data import (SSE15_SPLITS, DataError, MarketData, PreparedMa
                                  prepare_market, validate_bars)
 from finrl_tutorial.data.market import _ARRAY_FIELDS
 
+# stockstats (a dependency) calls set_index(inplace=True), deprecated in pandas 3.1: not our concern here
+pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword in DataFrame.set_index")
+
 
 def _day(market: MarketData, date: str) -> int:
     return int(pd.DatetimeIndex(market.dates).get_loc(pd.Timestamp(date)))

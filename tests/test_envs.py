@@ -11,6 +11,8 @@ from finrl_tutorial import rules
 from finrl_tutorial.envs import (Account, EnvConfig, MarketArrays, StockTradingEnv, VecStockTradingEnv,
                                  VmapStockTradingEnv, observation_size)
 
+# stockstats (a dependency) calls set_index(inplace=True), deprecated in pandas 3.1: not our concern here
+pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword in DataFrame.set_index")
 F64 = torch.float64
 HALF_TICK = rules.TICK / 2
 

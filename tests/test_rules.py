@@ -206,11 +206,11 @@ def test_no_short_selling():
 
 
 def test_negative_cash_never_turns_buys_into_short_sales():
-    # An odd share whose sale does not cover the minimum commission leaves cash below 0;
-    # the buy on the other stock must then be refused, not become a negative (fee-free) "buy".
-    cash, holdings, _, _, _ = fill(0.0, [1, 0], [-1, 100], [1.0, 10.0])
+    # A negative cash balance (not reachable through the rules, but possible from a bad state)
+    # must refuse the buy, never turn it into a negative (fee-free) "buy" that shorts the stock.
+    cash, holdings, _, _, _ = fill(-3.0, [0, 0], [0, 100], [1.0, 10.0])
     assert holdings == [0.0, 0.0]
-    assert cash == pytest.approx(1.0 - 5.0 - 0.001 - 0.00002)  # min commission + stamp + transfer
+    assert cash == -3.0
 
 
 def test_sellable_shares_t_plus_1():
@@ -260,11 +260,15 @@ def test_execute_orders_properties(cash, holdings, wanted, price, can_buy, can_s
         elif delta < 0:
             assert ok_sell and want < 0 and (-delta % 100 == 0 or new == 0) and -delta <= -want + 1e-9
         orders += delta != 0
-    odd_lot_losses = sum(p * h for p, h in zip(price, holdings) if h % 100) < 10
-    if not odd_lot_losses:  # a sale worth less than its ¥5 commission can leave cash below 0
-        assert new_cash >= -1e-6
+    assert new_cash >= -1e-6  # sells worth less than their fees are not placed
     assert fee >= 5.0 * orders - 1e-9
     assert traded == pytest.approx(sum(abs(n - o) * p for n, o, p in zip(new_holdings, holdings, price)))
     wealth_before = cash + sum(h * p for h, p in zip(holdings, price))
     wealth_after = new_cash + sum(h * p for h, p in zip(new_holdings, price))
     assert wealth_after == pytest.approx(wealth_before - fee, rel=1e-12, abs=1e-6)
+
+
+def test_sell_worth_less_than_its_fees_is_not_placed():
+    """1 share at ¥1 would pay the ¥5 minimum commission: the order is not placed."""
+    new_cash, new_holdings, _, fee, traded = fill(0.0, [1, 0, 0, 0], [-1, 0, 0, 0], [1.0, 10.0, 10.0, 10.0])
+    assert new_holdings[0] == 1 and fee == 0.0 and traded == 0.0 and new_cash == 0.0
