@@ -206,7 +206,7 @@ def main(argv=None) -> int:
     try:
         return args.func(args)
     except (DataError, TrainingError, ValueError, FileNotFoundError, ImportError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print("error: " + " ".join(str(error).split()), file=sys.stderr)  # one line, whatever the message
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

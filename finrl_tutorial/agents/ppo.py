@@ -113,7 +113,9 @@ class ActorCritic(nn.Module):
 
     def distribution(self, obs: torch.Tensor) -> Normal:
         mean = self.actor_mean(obs)
-        return Normal(mean, self.log_std.expand_as(mean).exp())
+        # No argument validation: non-finite weights must surface as a non-finite loss (which
+        # `update` reports), not as a ValueError from the distribution halfway through an update.
+        return Normal(mean, self.log_std.expand_as(mean).exp(), validate_args=False)
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor | None = None):
         """Sample (or score) an action: returns ``action, log_prob, entropy, value``."""
@@ -248,7 +250,9 @@ def update(agent: ActorCritic, optimizer: torch.optim.Optimizer, rollout: Rollou
         if config.target_kl is not None and float(all_reduce_mean(approx_kl.detach())) > config.target_kl:
             break
     means = (totals / max(steps, 1)).tolist()
-    if not all(math.isfinite(v) for v in means):
-        raise FloatingPointError(f"non-finite loss in the update ({dict(zip(names, means))}): lower the "
-                                 "learning rate or check the data for extreme values")
+    finite_weights = bool(torch.stack([p.detach().isfinite().all() for p in agent.parameters()]).all())
+    if not all(math.isfinite(v) for v in means) or not finite_weights:
+        raise FloatingPointError(f"non-finite {'loss' if finite_weights else 'weights'} in the update "
+                                 f"({dict(zip(names, means))}): lower the learning rate or check the data "
+                                 "for extreme values")
     return dict(zip(names, means)) | {"loss/minibatches": steps}

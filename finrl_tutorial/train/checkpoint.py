@@ -54,6 +54,16 @@ def agent_config_from_dict(values: dict) -> PPOConfig:
     return make_config(algo, **{k: v for k, v in values.items() if k in known})
 
 
+def _reason(error: Exception, limit: int = 300) -> str:
+    """torch.load's error as one short line (its weights-only errors span a dozen lines of advice)."""
+    text = str(error)
+    if "WeightsUnpickler error:" in text:
+        text = text.split("WeightsUnpickler error:", 1)[1]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    line = lines[0] if lines else type(error).__name__
+    return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
 def load_checkpoint(path: str | os.PathLike, device="cpu") -> dict:
     """Load a checkpoint safely (tensors and plain values only); a clear error if it is not one."""
     path = Path(path)
@@ -62,7 +72,7 @@ def load_checkpoint(path: str | os.PathLike, device="cpu") -> dict:
     try:
         state = torch.load(path, map_location=device, weights_only=True)
     except Exception as error:
-        raise ValueError(f"{path} is not a readable finrl_tutorial checkpoint: {error}") from None
+        raise ValueError(f"{path} is not a readable finrl_tutorial checkpoint: {_reason(error)}") from None
     if not isinstance(state, dict) or "model" not in state or "config" not in state:
         raise ValueError(f"{path} is not a finrl_tutorial checkpoint (no model/config inside)")
     return state

@@ -3,6 +3,7 @@ split against baselines, and write ``report.json`` with figures."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import statistics
@@ -24,9 +25,14 @@ def write_json(obj, path: Path) -> None:
     """Write JSON atomically (temp file + rename); NaN/inf are refused, not written."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(handle, "w") as stream:
-        json.dump(obj, stream, indent=2, allow_nan=False)
-    os.replace(temp, path)
+    try:
+        with os.fdopen(handle, "w") as stream:
+            json.dump(obj, stream, indent=2, allow_nan=False)
+        os.replace(temp, path)
+    except BaseException:
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise
 
 
 def _mean_std(per_seed: list[dict]) -> tuple[dict, dict]:
@@ -97,7 +103,9 @@ def run_experiment(market: PreparedMarket, config: PPOConfig, env_config: EnvCon
         "agent": mean,
         "agent_std": std,
         "agent_per_seed": {str(s): m for s, m in zip(seed_list, agent_metrics)},
-        "valid_sharpe_per_seed": {str(s): r.best_valid_sharpe for s, r in zip(seed_list, results)},
+        # None where no validation ran (eval_every=0): best_valid_sharpe is then -inf, not JSON
+        "valid_sharpe_per_seed": {str(s): r.best_valid_sharpe if math.isfinite(r.best_valid_sharpe) else None
+                                  for s, r in zip(seed_list, results)},
         "baselines": baselines,
         "seeds": seed_list,
         "best_seed": seed_list[best],

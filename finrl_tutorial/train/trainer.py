@@ -109,10 +109,16 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
 
     seed = config.seed + 1000 * rank  # each rank its own env starts and noise, same initial weights
     torch.manual_seed(config.seed)
+    world_size = distributed.world_size if distributed else 1
     if worker_pool is not None:
         env = worker_pool
     else:
-        env = VecStockTradingEnv(market.train, config.num_envs, env_config, device=device, seed=seed)
+        start_window = None
+        if world_size > 1:  # each rank its own disjoint window of episode start days
+            from .workers import shard_start_windows
+            start_window = shard_start_windows(market.train.num_days, world_size)[rank]
+        env = VecStockTradingEnv(market.train, config.num_envs, env_config, device=device, seed=seed,
+                                 start_window=start_window)
     agent = ActorCritic(env.observation_dim, env.action_dim, config.hidden_sizes, config.init_log_std).to(device)
     torch.manual_seed(seed)
     learner = distributed.wrap(agent) if distributed else agent
@@ -156,7 +162,8 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
             state |= {"rng_env": env.generator.get_state(), "env_account": _account_state(env)}
         return state
 
-    iterations = config.iterations
+    # total_steps counts the env steps of all ranks together
+    iterations = max(1, config.total_steps // (config.rollout_size * world_size))
     started = time.perf_counter()
     bar = tqdm(range(start_iteration, iterations), desc=config.algo.upper(), disable=not (progress and is_main),
                initial=start_iteration, total=iterations)
@@ -174,7 +181,7 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
         except FloatingPointError as error:
             kept = checkpoint_dir / "last.pt" if checkpoint_dir else "no checkpoint (no out_dir)"
             raise TrainingError(f"{error}; stopped at iteration {iteration}, last good checkpoint: {kept}") from None
-        env_steps += rollout.rewards.numel() * (distributed.world_size if distributed else 1)
+        env_steps += rollout.rewards.numel() * world_size
         episodes = float(rollout.stats["episodes"])
         wall = spent + time.perf_counter() - started
         row = {
@@ -210,5 +217,5 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
                             path=run_dir / "learning_curve.png")
     agent.eval()
     return TrainResult(agent, frame, env_steps, wall_seconds, best_sharpe, run_dir,
-                       world_size=distributed.world_size if distributed else 1,
+                       world_size=world_size,
                        workers=worker_pool.num_workers if worker_pool is not None else 0)

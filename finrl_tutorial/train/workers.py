@@ -1,0 +1,337 @@
+"""Rollout workers: N processes, each stepping its own batched env on its own shard of the data.
+
+One learner process (the trainer) owns the networks and the optimiser. `WorkerPool` starts
+``num_workers`` processes (``torch.multiprocessing``, *spawn* context, so it works the same on
+Linux, macOS, Windows and inside CUDA programs). Each worker builds one `VecStockTradingEnv`
+with its share of ``config.num_envs`` and keeps it alive for the whole run, so episodes run
+across iterations exactly as in the one-process trainer.
+
+Data sharding. The tickers cannot be split (the policy's input and output sizes depend on
+them), so the *episode start days* are: the training days on which an episode may start are cut
+into ``num_workers`` contiguous, disjoint windows, and each worker's episodes start only inside
+its window (`VecStockTradingEnv(start_window=...)`). Which window goes to which worker is a
+permutation fixed by a stable hash (``zlib.crc32``, never Python's salted ``hash()``), so the
+assignment is the same in every run and on every machine; see `shard_start_windows`. The same
+function gives each DDP rank its window (`finrl_tutorial.train.distributed`).
+
+One iteration (`WorkerPool.collect`):
+
+1. the learner copies its weights into a policy held in *shared memory* (no pickling);
+2. it sends each worker a short ``collect`` message over a pipe;
+3. each worker runs `collect_rollout` with the shared policy and writes its
+   ``[horizon_len, envs_of_this_worker, ...]`` block straight into its slice of one shared
+   ``[horizon_len, num_envs, ...]`` rollout: the blocks are concatenated along the env
+   dimension without a copy;
+4. each worker answers with its episode statistics; the learner sums them.
+
+Failures never hang the learner: it waits on the pipes *and* on the processes' sentinels with
+a timeout, so a worker that raises (its traceback is sent back), is killed, or goes silent ends
+the run with a `WorkerError` naming the worker and its exit code or exception.
+"""
+from __future__ import annotations
+
+import multiprocessing.connection
+import os
+import signal
+import time
+import traceback
+import zlib
+
+import torch
+import torch.multiprocessing as mp
+
+from ..agents import ActorCritic, PPOConfig, Rollout, collect_rollout
+from ..data.market import MarketData
+from ..envs import EnvConfig, VecStockTradingEnv
+from ..envs.core import observation_size
+from .trainer import TrainingError
+
+_ROLLOUT_FIELDS = ("obs", "actions", "log_probs", "rewards", "values", "next_values", "dones")
+
+
+class WorkerError(TrainingError):
+    """A rollout worker died, raised, or stopped answering; the message names it and why."""
+
+
+def start_day_range(num_days: int) -> tuple[int, int]:
+    """Days ``[lo, hi)`` on which an episode may start in a market of ``num_days`` days
+    (the last day has no next day to trade into)."""
+    return 0, num_days - 1
+
+
+def _window_key(index: int) -> int:
+    return zlib.crc32(f"start-window-{index}".encode())
+
+
+def shard_start_windows(num_days: int, num_shards: int,
+                        window: tuple[int, int] | None = None) -> list[tuple[int, int]]:
+    """The start-day window ``(lo, hi)`` of each shard (worker or rank) ``0 … num_shards-1``.
+
+    The start days ``window`` (default: every start day of a ``num_days``-day market) are cut
+    into ``num_shards`` contiguous windows of (almost) equal length, disjoint and together
+    covering ``window``. Shard ``k`` gets the window whose index ranks ``k``-th by
+    ``zlib.crc32`` — a fixed, platform-independent permutation, unlike ``hash()``.
+    """
+    lo, hi = window if window is not None else start_day_range(num_days)
+    if num_shards < 1:
+        raise ValueError(f"num_shards must be >= 1, got {num_shards}")
+    if hi - lo < num_shards:
+        raise ValueError(f"{hi - lo} episode start days cannot be split into {num_shards} disjoint windows: "
+                         "use fewer workers/ranks or more training days")
+    bounds = [lo + (hi - lo) * k // num_shards for k in range(num_shards + 1)]
+    windows = [(bounds[k], bounds[k + 1]) for k in range(num_shards)]
+    order = sorted(range(num_shards), key=lambda k: (_window_key(k), k))
+    return [windows[k] for k in order]
+
+
+def split_envs(num_envs: int, num_workers: int) -> list[int]:
+    """Sub-envs per worker: ``num_envs // num_workers`` each, the remainder to the first workers."""
+    if num_workers < 1:
+        raise ValueError(f"num_workers must be >= 1, got {num_workers}")
+    if num_envs < num_workers:
+        raise ValueError(f"num_envs ({num_envs}) must be >= num_workers ({num_workers}): every worker "
+                         "needs at least one env")
+    base, extra = divmod(num_envs, num_workers)
+    return [base + (1 if k < extra else 0) for k in range(num_workers)]
+
+
+def worker_seed(seed: int, index: int) -> int:
+    """The env/sampling seed of worker ``index`` for a run seeded ``seed`` (stable, distinct)."""
+    return zlib.crc32(f"{seed}/worker-{index}".encode()) & 0x7FFFFFFF
+
+
+def _worker_main(index: int, market: MarketData, env_config: EnvConfig, num_envs: int,
+                 start_window: tuple[int, int], seed: int, policy: ActorCritic, buffers: dict,
+                 obs_buffer: torch.Tensor, conn) -> None:
+    """The body of one worker process: build the env once, then serve reset/collect requests."""
+    torch.set_num_threads(1)
+    os.environ["TQDM_DISABLE"] = "1"  # no progress bars from workers
+    try:
+        env = VecStockTradingEnv(market, num_envs, env_config, device="cpu", seed=seed, start_window=start_window)
+        torch.manual_seed(seed)
+        obs, _ = env.reset(seed=seed)
+        obs_buffer.copy_(obs)
+        conn.send(("ready", env.observation_dim, env.action_dim))
+        while True:
+            message = conn.recv()
+            if message[0] == "collect":
+                horizon_len = message[1]
+                rollout = Rollout(**{name: buffers[name][:horizon_len] for name in _ROLLOUT_FIELDS})
+                obs = collect_rollout(env, policy, rollout, obs)
+                obs_buffer.copy_(obs)
+                conn.send(("done", float(rollout.stats["episodes"]), float(rollout.stats["final_wealth_sum"])))
+            elif message[0] == "reset":
+                torch.manual_seed(message[1])
+                obs, _ = env.reset(seed=message[1])
+                obs_buffer.copy_(obs)
+                conn.send(("done",))
+            elif message[0] == "crash":  # for tests: fail the way a bug would
+                raise RuntimeError(message[1])
+            elif message[0] == "close":
+                return
+    except (EOFError, BrokenPipeError, KeyboardInterrupt):  # the learner has gone: just leave
+        return
+    except BaseException:
+        try:
+            conn.send(("error", traceback.format_exc()))
+        except (OSError, ValueError):
+            pass
+        raise SystemExit(1) from None
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "is still running"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"died with exit code {code} (killed by {name})"
+    return f"died with exit code {code}"
+
+
+class WorkerPool:
+    """``num_workers`` rollout processes, each with a live `VecStockTradingEnv` on its data shard.
+
+    The trainer uses ``num_envs`` (all workers together), ``observation_dim``, ``action_dim``,
+    ``num_workers``, ``reset(seed)``, ``collect(agent, horizon_len)`` and ``close()``. The
+    envs run on the CPU whatever ``config.device`` is; the rollout is moved to the agent's device.
+    Use as a context manager or call `close` (it is safe to call twice).
+
+    ``timeout_s`` bounds every wait for the workers (start-up, one reset, one rollout): past it
+    the run ends with a `WorkerError` instead of hanging.
+    """
+
+    def __init__(self, market: MarketData, config: PPOConfig, env_config: EnvConfig | None = None,
+                 num_workers: int = 2, seed: int | None = None, *, timeout_s: float = 600.0,
+                 start_window: tuple[int, int] | None = None):
+        env_config = env_config or EnvConfig()
+        self.num_workers = num_workers
+        self.env_counts = split_envs(config.num_envs, num_workers)
+        self.num_envs = config.num_envs
+        self.horizon_len = config.horizon_len
+        self.seed = config.seed if seed is None else seed
+        self.timeout_s = timeout_s
+        self.windows = shard_start_windows(market.num_days, num_workers, start_window)
+        self.observation_dim = observation_size(market.num_stocks, market.num_features)
+        self.action_dim = market.num_stocks
+        self._closed = False
+        self._processes: list = []
+        self._conns: list = []
+
+        market = market.to("cpu", torch.float32)
+        # The policy the workers act with, in shared memory: the learner copies its weights in.
+        self._policy = ActorCritic(self.observation_dim, self.action_dim, config.hidden_sizes,
+                                   config.init_log_std).share_memory()
+        shapes = {"obs": (self.observation_dim,), "actions": (self.action_dim,)}
+        self._buffers = {name: torch.zeros(self.horizon_len, self.num_envs, *shapes.get(name, ())).share_memory_()
+                         for name in _ROLLOUT_FIELDS}
+        self._obs = torch.zeros(self.num_envs, self.observation_dim).share_memory_()
+        self._slices = []
+        first = 0
+        for count in self.env_counts:
+            self._slices.append(slice(first, first + count))
+            first += count
+
+        context = mp.get_context("spawn")
+        try:
+            for index, (count, part) in enumerate(zip(self.env_counts, self._slices)):
+                ours, theirs = context.Pipe(duplex=True)
+                views = {name: buffer[:, part] for name, buffer in self._buffers.items()}
+                process = context.Process(
+                    target=_worker_main, name=f"finrl-worker-{index}", daemon=True,
+                    args=(index, market, env_config, count, self.windows[index], worker_seed(self.seed, index),
+                          self._policy, views, self._obs[part], theirs))
+                process.start()
+                theirs.close()  # only the worker holds its end: a dead worker reads as EOF here
+                self._processes.append(process)
+                self._conns.append(ours)
+            self._gather("start-up")
+        except BaseException:
+            self.close()
+            raise
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    @property
+    def pids(self) -> list[int]:
+        return [process.pid for process in self._processes]
+
+    def _fail(self, message: str):
+        self.close()
+        raise WorkerError(message)
+
+    def _dead(self, index: int, during: str):
+        process = self._processes[index]
+        process.join(timeout=1.0)
+        self._fail(f"worker {index} (pid {process.pid}) {_describe_exit(process.exitcode)} during {during}; "
+                   "the run stops")
+
+    def _send(self, index: int, message) -> None:
+        if not self._processes[index].is_alive():
+            self._dead(index, f"'{message[0]}'")
+        try:
+            self._conns[index].send(message)
+        except (BrokenPipeError, EOFError, OSError):
+            self._dead(index, f"'{message[0]}'")
+
+    def _gather(self, during: str) -> list[tuple]:
+        """Wait for one answer from every worker, watching the pipes, the processes and the clock."""
+        if self._closed:
+            raise WorkerError("the worker pool is closed")
+        replies: dict[int, tuple] = {}
+        deadline = time.monotonic() + self.timeout_s
+        while len(replies) < self.num_workers:
+            pending = [k for k in range(self.num_workers) if k not in replies]
+            remaining = deadline - time.monotonic()
+            handles = [self._conns[k] for k in pending] + [self._processes[k].sentinel for k in pending]
+            ready = multiprocessing.connection.wait(handles, timeout=max(remaining, 0.0))
+            if not ready:
+                self._fail(f"worker {pending[0]} (pid {self._processes[pending[0]].pid}) sent nothing for "
+                           f"{self.timeout_s:.0f} s during {during}; the run stops (raise timeout_s if it is slow)")
+            for k in pending:  # read messages first: a worker that failed sends its traceback, then exits
+                conn = self._conns[k]
+                if conn in ready or conn.poll():
+                    try:
+                        reply = conn.recv()
+                    except (EOFError, OSError):
+                        self._dead(k, during)
+                    if reply[0] == "error":
+                        self._processes[k].join(timeout=5.0)
+                        self._fail(f"worker {k} (pid {self._processes[k].pid}) raised during {during} "
+                                   f"(exit code {self._processes[k].exitcode}):\n{reply[1].rstrip()}")
+                    replies[k] = reply
+                elif self._processes[k].sentinel in ready:
+                    self._dead(k, during)
+        return [replies[k] for k in range(self.num_workers)]
+
+    # -- the interface the trainer uses ---------------------------------------------------------
+
+    def reset(self, seed: int | None = None):
+        """Restart every worker's episodes (worker k seeded from ``seed`` and k). Returns the
+        current observations ``[num_envs, obs_dim]`` (a copy) and an empty info dict."""
+        if seed is not None:
+            self.seed = seed
+        for k in range(self.num_workers):
+            self._send(k, ("reset", worker_seed(self.seed, k)))
+        self._gather("reset")
+        return self._obs.clone(), {}
+
+    def collect(self, agent: ActorCritic, horizon_len: int | None = None) -> Rollout:
+        """One rollout of ``horizon_len`` steps from every worker with ``agent``'s current weights.
+
+        Returns a `Rollout` over all ``num_envs`` envs (worker k's envs are the k-th block of
+        the env dimension), ``stats`` summed over workers. On the CPU it is a view of the shared
+        buffers: the next `collect` overwrites it.
+        """
+        horizon_len = horizon_len or self.horizon_len
+        if not 1 <= horizon_len <= self.horizon_len:
+            raise ValueError(f"horizon_len must be in [1, {self.horizon_len}] (the pool's config), got {horizon_len}")
+        with torch.no_grad():
+            self._policy.load_state_dict(agent.state_dict())
+        for k in range(self.num_workers):
+            self._send(k, ("collect", horizon_len))
+        replies = self._gather("collect")
+        device = next(agent.parameters()).device
+        tensors = {name: self._buffers[name][:horizon_len].to(device) for name in _ROLLOUT_FIELDS}
+        episodes = sum(reply[1] for reply in replies)
+        final_wealth = sum(reply[2] for reply in replies)
+        stats = {"episodes": torch.tensor(episodes, device=device),
+                 "final_wealth_sum": torch.tensor(final_wealth, device=device)}
+        return Rollout(**tensors, stats=stats)
+
+    def close(self) -> None:
+        """Stop the workers (politely, then by force) and release the pipes. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        for process, conn in zip(self._processes, self._conns):
+            if process.is_alive():
+                try:
+                    conn.send(("close",))
+                except (OSError, ValueError):
+                    pass
+        deadline = time.monotonic() + 5.0
+        for process in self._processes:
+            process.join(timeout=max(deadline - time.monotonic(), 0.1))
+            if process.is_alive():
+                process.terminate()
+                process.join(timeout=2.0)
+            if process.is_alive():
+                process.kill()
+                process.join(timeout=2.0)
+        for conn in self._conns:
+            conn.close()
+
+    def __enter__(self) -> "WorkerPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
