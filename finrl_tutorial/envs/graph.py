@@ -23,7 +23,10 @@ def _warm_up(function, times: int = 3):
 
 def _new_graph(env) -> torch.cuda.CUDAGraph:
     graph = torch.cuda.CUDAGraph()
-    graph.register_generator_state(env.generator)  # the env's reset draws must advance each replay
+    register = getattr(graph, "register_generator_state", None)  # torch >= 2.5
+    if register is None:
+        raise RuntimeError("this torch cannot capture a custom generator in a CUDA graph; use torch >= 2.5")
+    register(env.generator)  # the env's reset draws must advance on every replay
     return graph
 
 
