@@ -16,7 +16,11 @@ from .metrics import performance_summary
 Policy = Callable[[torch.Tensor], torch.Tensor]
 """A policy maps observations ``[1, obs_dim]`` to actions ``[1, S]`` in [-1, 1]."""
 
-_BASELINE_MAX_LOTS = 10**9  # baselines state exact share counts through a huge max_lots
+_BASELINE_MAX_LOTS = 10**9
+
+TABLE_COLUMNS = ["cumulative_return", "annual_return", "annual_volatility", "sharpe_ratio", "sortino_ratio",
+                 "max_drawdown", "calmar_ratio", "turnover", "total_fees"]
+"""The statistics shown in result tables (all of `performance_summary` but the raw counts)."""  # baselines state exact share counts through a huge max_lots
 
 
 @dataclass
@@ -108,9 +112,7 @@ class BacktestResult:
 
     def table(self) -> pd.DataFrame:
         """One row per policy, the main statistics as columns."""
-        columns = ["cumulative_return", "annual_return", "annual_volatility", "sharpe_ratio", "sortino_ratio",
-                   "max_drawdown", "calmar_ratio", "turnover", "total_fees"]
-        return pd.DataFrame(self.metrics).T[columns]
+        return pd.DataFrame(self.metrics).T[TABLE_COLUMNS]
 
     def plot(self, path=None, title="Backtest"):
         from .plots import plot_equity

@@ -54,6 +54,9 @@ def agent_config_from_dict(values: dict) -> PPOConfig:
     return make_config(algo, **{k: v for k, v in values.items() if k in known})
 
 
+_REQUIRED_KEYS = ("model", "config", "env_config", "obs_dim", "action_dim", "tickers", "feature_names")
+
+
 def _reason(error: Exception, limit: int = 300) -> str:
     """torch.load's error as one short line (its weights-only errors span a dozen lines of advice)."""
     text = str(error)
@@ -75,6 +78,9 @@ def load_checkpoint(path: str | os.PathLike, device="cpu") -> dict:
         raise ValueError(f"{path} is not a readable finrl_tutorial checkpoint: {_reason(error)}") from None
     if not isinstance(state, dict) or "model" not in state or "config" not in state:
         raise ValueError(f"{path} is not a finrl_tutorial checkpoint (no model/config inside)")
+    missing = [key for key in _REQUIRED_KEYS if key not in state]
+    if missing:  # what agent_from_checkpoint and the backtest read
+        raise ValueError(f"{path} is an incomplete finrl_tutorial checkpoint (missing {', '.join(missing)})")
     return state
 
 

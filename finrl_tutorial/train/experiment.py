@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..agents import PPOConfig
-from ..backtest.runner import agent_policy, backtest
+from ..backtest.runner import TABLE_COLUMNS, agent_policy, backtest
 from ..data.clean import PreparedMarket
 from ..envs import EnvConfig
 from .checkpoint import config_to_dict
@@ -123,10 +123,8 @@ def run_experiment(market: PreparedMarket, config: PPOConfig, env_config: EnvCon
 
 def results_table(report: dict) -> pd.DataFrame:
     """Agent (mean over seeds, with ± std) and baselines side by side, for printing."""
-    columns = ["cumulative_return", "annual_return", "annual_volatility", "sharpe_ratio", "sortino_ratio",
-               "max_drawdown", "calmar_ratio", "turnover", "total_fees"]
     rows = {f"agent ({len(report['seeds'])} seed{'s' if len(report['seeds']) > 1 else ''})": report["agent"]}
     if len(report["seeds"]) > 1:
         rows["agent ± std"] = report["agent_std"]
     rows |= report["baselines"]
-    return pd.DataFrame(rows).T[columns]
+    return pd.DataFrame(rows).T[TABLE_COLUMNS]

@@ -130,6 +130,7 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
 
     start_iteration, env_steps, best_sharpe, spent = 0, 0, -math.inf, 0.0
     best_weights = None
+    last_saved = Path(resume) if resume is not None else None  # the last good checkpoint, for errors
     obs, _ = env.reset(seed=seed)
     if resume is not None:
         state = load_checkpoint(resume, device=device)
@@ -179,7 +180,7 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
         try:
             losses = update(learner, optimizer, rollout, config, policy_loss, minibatch_order, all_reduce_mean)
         except FloatingPointError as error:
-            kept = checkpoint_dir / "last.pt" if checkpoint_dir else "no checkpoint (no out_dir)"
+            kept = last_saved or ("none written yet" if checkpoint_dir else "no checkpoint (no out_dir)")
             raise TrainingError(f"{error}; stopped at iteration {iteration}, last good checkpoint: {kept}") from None
         env_steps += rollout.rewards.numel() * world_size
         episodes = float(rollout.stats["episodes"])
@@ -202,7 +203,7 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
                 if checkpoint_dir:
                     atomic_save(checkpoint(iteration + 1), checkpoint_dir / "best.pt")
             if checkpoint_dir:
-                atomic_save(checkpoint(iteration + 1), checkpoint_dir / "last.pt")
+                last_saved = atomic_save(checkpoint(iteration + 1), checkpoint_dir / "last.pt")
         if is_main:
             log.append(row)
             bar.set_postfix(valid_sharpe=row.get("valid/sharpe_ratio", math.nan), refresh=False)
