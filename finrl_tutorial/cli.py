@@ -111,7 +111,9 @@ def cmd_train(args) -> int:
                   f"{report['env_steps']:,} env steps in {report['wall_seconds']:.1f} s "
                   f"({report['samples_per_s']:,.0f} samples/s)")
             print(results_table(report).to_string())
-        print(f"\nwrote {out}/report.json, config.json, learning_curve.png, equity.png, checkpoints/best.pt")
+        written = [name for name in ("report.json", "config.json", "learning_curve.png", "equity.png",
+                                     "checkpoints/best.pt") if (out / name).exists()]
+        print(f"\nwrote in {out}/: {', '.join(written)}")
     return 0
 
 
