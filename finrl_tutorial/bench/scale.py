@@ -1,9 +1,240 @@
-"""PLACEHOLDER being written by the scale-out work (bench scale)."""
+"""Scale-out benchmark: env-steps/s and whole-loop samples/s of every layout, in one run.
+
+``python -m finrl_tutorial bench scale`` measures, on the sample market widened to ``--stocks``:
+
+==========  ==================================================================================
+layout      what runs
+==========  ==================================================================================
+single      one `StockTradingEnv` (gymnasium API, one account) in this process
+subproc     ``gymnasium.vector.AsyncVectorEnv`` over P `StockTradingEnv` processes (P in
+            ``--processes``)
+vec         one `VecStockTradingEnv` with N sub-envs (N in ``--num-envs``, default powers of 4
+            up to ``--max-num-envs``); whole-loop samples/s (rollout + PPO update) for
+            N <= ``--loop-max-envs``
+vmap        the same env batched by ``torch.func.vmap``
+ddp         P processes, each with a batched env of ``--layout-envs`` sub-envs: env-steps/s of
+            all P measured concurrently and summed; samples/s of a real DDP training run (gloo
+            on CPU, NCCL on CUDA) through the trainer, all ranks' steps counted
+workers     one learner and P `WorkerPool` rollout processes sharing ``--layout-envs`` sub-envs:
+            samples/s of a training run through the trainer
+==========  ==================================================================================
+
+One JSON record per measurement (``layout``, ``processes``, ``num_envs`` — all sub-envs of all
+processes —, ``env_steps_per_s`` and/or ``samples_per_s``, and `finrl_tutorial.bench.machine`);
+all of them also go to ``--out``/``scale.json`` with two bar charts, ``env_steps.png`` and
+``samples.png``. The default sweep takes about two to three minutes on two CPU cores; add
+``--max-num-envs 262144`` on a GPU. Samples/s leave out one warm-up iteration, and no layout
+counts process start-up. The ddp layout's env-steps/s assumes the processes really run in
+parallel: on a machine with fewer free cores than ``--processes`` it cannot scale.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import time
+import types
+from pathlib import Path
+
+import torch
+
+from . import machine, market_with_stocks
+from .env import measure_env
+from .train import measure_loop
+
+LAYOUTS = ("single", "subproc", "vec", "vmap", "ddp", "workers")
 
 
 def add_arguments(kinds) -> None:
-    kinds.add_parser("scale", help="(in progress)")
+    parser = kinds.add_parser("scale", help="env-steps/s and samples/s of single | subproc | vec | vmap | ddp | "
+                                            "workers layouts, with a JSON file and plots")
+    parser.add_argument("--layouts", nargs="+", choices=LAYOUTS, default=list(LAYOUTS))
+    parser.add_argument("--processes", type=int, nargs="+", default=[1, 2],
+                        help="process counts of the subproc, ddp and workers layouts")
+    parser.add_argument("--num-envs", type=int, nargs="+", default=None,
+                        help="sub-envs of the vec/vmap sweep (default: 1, 4, 16, … up to --max-num-envs)")
+    parser.add_argument("--max-num-envs", type=int, default=65536, help="largest batched env of the default sweep")
+    parser.add_argument("--loop-max-envs", type=int, default=1024,
+                        help="measure whole-loop samples/s of the vec layout up to this many sub-envs")
+    parser.add_argument("--layout-envs", type=int, default=256,
+                        help="sub-envs per process (ddp) and in all, split over the workers (workers)")
+    parser.add_argument("--loop-iterations", type=int, default=3,
+                        help="measured training iterations per samples/s figure (after one warm-up iteration)")
+    parser.add_argument("--seconds", type=float, default=1.0, help="time per env-steps/s measurement")
+    parser.add_argument("--stocks", type=int, default=30, help="columns (the sample's 15 stocks repeated)")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--out", default="runs/bench_scale", help="folder for scale.json and the plots")
+    parser.add_argument("--threads", type=int, default=1)
+
+
+def default_sweep(max_num_envs: int) -> list[int]:
+    """1, 4, 16, … up to ``max_num_envs`` (which is always included)."""
+    sizes, n = [], 1
+    while n < max_num_envs:
+        sizes.append(n)
+        n *= 4
+    return sizes + [max_num_envs]
+
+
+def _record(layout: str, processes: int, num_envs: int, stocks: int, device, **values) -> dict:
+    return {"bench": "scale", "layout": layout, "processes": processes, "num_envs": num_envs, "stocks": stocks,
+            "device": str(device), **values, **machine()}
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _loop_config(num_envs: int, device, iterations: int, processes: int = 1, seed: int = 0):
+    """PPO's default config with ``num_envs`` envs per process, for ``iterations`` iterations."""
+    from ..agents import make_config
+
+    config = make_config("ppo", num_envs=num_envs, device=str(device), seed=seed)
+    config.total_steps = iterations * config.rollout_size * processes
+    return config
+
+
+def _train_samples_per_s(market, config, **kwargs) -> float:
+    """samples/s of the trainer itself (no evaluation, no files), all ranks' env steps counted,
+    after its first iteration (which warms up allocators, like `measure_loop`'s warm-up)."""
+    from ..train.trainer import train
+
+    result = train(types.SimpleNamespace(train=market), config, eval_every=0, progress=False, **kwargs)
+    log = result.log
+    if len(log) < 2:
+        return result.samples_per_s
+    return float((log["env_steps"].iloc[-1] - log["env_steps"].iloc[0])
+                 / (log["wall_seconds"].iloc[-1] - log["wall_seconds"].iloc[0]))
+
+
+def _ddp_rank(rank: int, world_size: int, port: int, market, num_envs: int, device: str, seconds: float,
+              iterations: int, barrier, results) -> None:
+    """One process of the ddp layout: concurrent env-steps/s, then a DDP training run."""
+    torch.set_num_threads(1)
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank),
+                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    from ..train.distributed import DistributedContext
+
+    local = f"cuda:{rank}" if torch.device(device).type == "cuda" else "cpu"
+    barrier.wait()
+    record = measure_env("vec", market, num_envs, local, seconds)
+    results.put(("env", rank, record["env_steps_per_s"]))
+    context = DistributedContext.from_env(device=device, timeout_s=300)
+    try:
+        config = _loop_config(num_envs, local, iterations + 1, world_size)
+        samples = _train_samples_per_s(market, config, distributed=context)
+    finally:
+        context.close()
+    results.put(("loop", rank, samples))
+
+
+def _run_ranks(world_size: int, *args, timeout_s: float = 900.0) -> list[tuple]:
+    """Start ``world_size`` spawned `_ddp_rank` processes; their results, or an error naming a dead one."""
+    import torch.multiprocessing as mp
+
+    context = mp.get_context("spawn")
+    barrier, results = context.Barrier(world_size), context.Queue()
+    port = _free_port()
+    processes = [context.Process(target=_ddp_rank, args=(rank, world_size, port, *args, barrier, results),
+                                 daemon=True) for rank in range(world_size)]
+    for process in processes:
+        process.start()
+    answers, deadline = [], time.monotonic() + timeout_s
+    try:
+        while len(answers) < 2 * world_size:
+            try:
+                answers.append(results.get(timeout=1.0))
+                continue
+            except Exception:  # queue.Empty: check the processes and the clock
+                pass
+            failed = [(k, p.exitcode) for k, p in enumerate(processes) if p.exitcode not in (None, 0)]
+            if failed:
+                raise RuntimeError(f"bench scale: ddp rank {failed[0][0]} died with exit code {failed[0][1]}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"bench scale: ddp layout with {world_size} processes timed out")
+    finally:
+        for process in processes:
+            process.join(timeout=30)
+            if process.is_alive():
+                process.kill()
+                process.join()
+    return answers
+
+
+def measure_layouts(args, market):
+    """Yield one record per measurement of the chosen layouts."""
+    device, stocks = torch.device(args.device), market.num_stocks
+    sweep = args.num_envs or default_sweep(args.max_num_envs)
+    layouts = args.layouts
+    if "single" in layouts:
+        record = measure_env("single", market, 1, "cpu", args.seconds)
+        yield _record("single", 1, 1, stocks, "cpu", env_steps_per_s=record["env_steps_per_s"])
+    if "subproc" in layouts:
+        for processes in args.processes:
+            record = measure_env("subproc", market, processes, "cpu", args.seconds)
+            yield _record("subproc", processes, processes, stocks, "cpu", env_steps_per_s=record["env_steps_per_s"])
+    for layout in ("vec", "vmap"):
+        if layout not in layouts:
+            continue
+        for num_envs in sweep:
+            values = {"env_steps_per_s": measure_env(layout, market, num_envs, device, args.seconds)["env_steps_per_s"]}
+            if layout == "vec" and num_envs <= args.loop_max_envs:
+                loop = measure_loop(market, _loop_config(num_envs, device, 1), iterations=args.loop_iterations)
+                values |= {"samples_per_s": loop["samples_per_s"],
+                           "rollout_env_steps_per_s": loop["rollout_env_steps_per_s"]}
+            yield _record(layout, 1, num_envs, stocks, device, **values)
+    if "ddp" in layouts:
+        for processes in args.processes:
+            answers = _run_ranks(processes, market, args.layout_envs, args.device, args.seconds, args.loop_iterations)
+            env_rate = sum(value for kind, _, value in answers if kind == "env")
+            samples = next(value for kind, rank, value in answers if kind == "loop" and rank == 0)
+            yield _record("ddp", processes, processes * args.layout_envs, stocks, device,
+                          env_steps_per_s=env_rate, samples_per_s=samples, envs_per_process=args.layout_envs)
+    if "workers" in layouts:
+        from ..train.workers import WorkerPool
+
+        for processes in args.processes:
+            config = _loop_config(args.layout_envs, device, args.loop_iterations + 1)
+            with WorkerPool(market, config, num_workers=processes, seed=config.seed) as pool:
+                samples = _train_samples_per_s(market, config, worker_pool=pool)
+            yield _record("workers", processes, args.layout_envs, stocks, device, samples_per_s=samples)
+
+
+def _label(record: dict) -> str:
+    layout, processes, num_envs = record["layout"], record["processes"], record["num_envs"]
+    if layout == "single":
+        return "single"
+    if layout == "subproc":
+        return f"subproc ×{processes}"
+    if layout in ("vec", "vmap"):
+        return f"{layout} {num_envs:,}"
+    return f"{layout} ×{processes} ({num_envs:,} envs)"
+
+
+def write_outputs(records: list[dict], out: str | Path) -> Path:
+    """``scale.json`` and the two bar charts under ``out``."""
+    from ..backtest.plots import plot_bars
+    from ..train.experiment import write_json
+
+    out = Path(out)
+    write_json({"records": records}, out / "scale.json")
+    for key, name, label in (("env_steps_per_s", "env_steps.png", "env steps / s"),
+                             ("samples_per_s", "samples.png", "training samples / s (rollout + update)")):
+        values = {_label(r): r[key] for r in records if r.get(key, 0) > 0}
+        if values:
+            plot_bars(values, path=out / name, ylabel=label, log=True)
+    return out
 
 
 def run(args):
-    raise ValueError("bench scale is not written yet")
+    from ..data import load_market
+
+    if any(p < 1 for p in args.processes):
+        raise ValueError(f"--processes must be >= 1, got {args.processes}")
+    market = market_with_stocks(load_market().train, args.stocks)
+    records = []
+    for record in measure_layouts(args, market):
+        records.append(record)
+        yield record
+    write_outputs(records, args.out)

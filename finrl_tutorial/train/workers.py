@@ -128,7 +128,8 @@ def _worker_main(index: int, market: MarketData, env_config: EnvConfig, num_envs
             elif message[0] == "crash":  # for tests: fail the way a bug would
                 raise RuntimeError(message[1])
             elif message[0] == "close":
-                return
+                conn.close()
+                os._exit(0)  # nothing to clean up: skip the interpreter's slow teardown of torch
     except (EOFError, BrokenPipeError, KeyboardInterrupt):  # the learner has gone: just leave
         return
     except BaseException:
@@ -222,24 +223,41 @@ class WorkerPool:
         self.close()
         raise WorkerError(message)
 
-    def _dead(self, index: int, during: str):
+    def _check_open(self) -> None:
+        if self._closed:
+            raise WorkerError("the worker pool is closed (after an error, or by close())")
+
+    def _raised(self, index: int, during: str, text: str):
         process = self._processes[index]
+        process.join(timeout=5.0)
+        self._fail(f"worker {index} (pid {process.pid}) raised during {during} "
+                   f"(exit code {process.exitcode}):\n{text.rstrip()}")
+
+    def _dead(self, index: int, during: str):
+        process, conn = self._processes[index], self._conns[index]
+        try:  # a worker that raised sent its traceback before it exited: report that
+            while conn.poll():
+                reply = conn.recv()
+                if reply[0] == "error":
+                    self._raised(index, during, reply[1])
+        except (EOFError, OSError):
+            pass
         process.join(timeout=1.0)
         self._fail(f"worker {index} (pid {process.pid}) {_describe_exit(process.exitcode)} during {during}; "
                    "the run stops")
 
     def _send(self, index: int, message) -> None:
+        self._check_open()
         if not self._processes[index].is_alive():
-            self._dead(index, f"'{message[0]}'")
+            self._dead(index, message[0])
         try:
             self._conns[index].send(message)
         except (BrokenPipeError, EOFError, OSError):
-            self._dead(index, f"'{message[0]}'")
+            self._dead(index, message[0])
 
     def _gather(self, during: str) -> list[tuple]:
         """Wait for one answer from every worker, watching the pipes, the processes and the clock."""
-        if self._closed:
-            raise WorkerError("the worker pool is closed")
+        self._check_open()
         replies: dict[int, tuple] = {}
         deadline = time.monotonic() + self.timeout_s
         while len(replies) < self.num_workers:
@@ -258,9 +276,7 @@ class WorkerPool:
                     except (EOFError, OSError):
                         self._dead(k, during)
                     if reply[0] == "error":
-                        self._processes[k].join(timeout=5.0)
-                        self._fail(f"worker {k} (pid {self._processes[k].pid}) raised during {during} "
-                                   f"(exit code {self._processes[k].exitcode}):\n{reply[1].rstrip()}")
+                        self._raised(k, during, reply[1])
                     replies[k] = reply
                 elif self._processes[k].sentinel in ready:
                     self._dead(k, during)
