@@ -57,7 +57,7 @@ class PPOConfig:
     """Hidden layers of the actor and of the critic MLPs."""
     init_log_std: float = -0.5
     """Initial log standard deviation of the Gaussian policy."""
-    total_steps: int = 200_000
+    total_steps: int = 600_000
     """Env steps to train for (all envs together)."""
     seed: int = 0
     """Seeds torch, the env's start days and the minibatch order."""
