@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..agents import PPOConfig
 from ..backtest.runner import TABLE_COLUMNS, agent_policy, backtest
+from ..bench import machine
 from ..data.clean import PreparedMarket
 from ..envs import EnvConfig
 from .checkpoint import config_to_dict
@@ -114,6 +115,7 @@ def run_experiment(market: PreparedMarket, config: PPOConfig, env_config: EnvCon
         "samples_per_s": env_steps / max(wall, 1e-9),
         "workers": results[0].workers,
         "world_size": results[0].world_size,
+        "machine": machine(),
     }
     write_json(report, out_dir / "report.json")
     write_json({"config": report["config"], "env_config": report["env_config"], "data": report["data"],

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
+from tqdm import tqdm  # the plain bar: tqdm.auto needs ipywidgets in notebooks
 
 from ..agents import ActorCritic, PPOConfig, Rollout, collect_rollout, policy_loss_for, update
 from ..backtest.runner import agent_policy, run_policy
