@@ -177,6 +177,43 @@ def step_account(account: Account, action: torch.Tensor, market: MarketArrays, c
     return new_account, reward, terminated, truncated, fee, traded
 
 
+def _int64(constant: int) -> int:
+    """A 64-bit constant as the signed int64 torch stores (the bits are what matter)."""
+    return constant - (1 << 64) if constant >= 1 << 63 else constant
+
+
+def _shift_right(x: torch.Tensor, bits: int) -> torch.Tensor:
+    """Logical (unsigned) right shift of int64 bits: torch's ``>>`` is arithmetic."""
+    return (x >> bits) & ((1 << (64 - bits)) - 1)
+
+
+SPLITMIX_GAMMA = _int64(0x9E3779B97F4A7C15)
+
+
+def splitmix64(state: torch.Tensor) -> torch.Tensor:
+    """SplitMix64's output function (Steele et al. 2014) on int64 tensors, wrapping like uint64.
+
+    The batched env draws its random start days with it from a per-env counter, in plain tensor
+    ops: unlike a ``torch.Generator`` this compiles with ``fullgraph=True`` and replays in a CUDA
+    graph with no generator registration, and it gives the same numbers on every device.
+    """
+    z = (state ^ _shift_right(state, 30)) * _int64(0xBF58476D1CE4E5B9)
+    z = (z ^ _shift_right(z, 27)) * _int64(0x94D049BB133111EB)
+    return z ^ _shift_right(z, 31)
+
+
+def counter_uniform(counter: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Advance a SplitMix64 counter; return ``(new_counter, uniform float64 in [0, 1))``."""
+    counter = counter + SPLITMIX_GAMMA
+    return counter, _shift_right(splitmix64(counter), 11).to(torch.float64) * (1.0 / (1 << 53))
+
+
+def seed_counters(seed: int, num_envs: int, device) -> torch.Tensor:
+    """Distinct, decorrelated per-env counters for a seed."""
+    index = torch.arange(num_envs, dtype=torch.int64, device=device)
+    return splitmix64(torch.full_like(index, _int64(seed % (1 << 64))) + index * SPLITMIX_GAMMA)
+
+
 def draw_start_days(uniform: torch.Tensor, num_days: int, config: EnvConfig) -> torch.Tensor:
     """Map uniform [0, 1) draws to episode start days in [0, num_days - 2] (day 0 if not random)."""
     if not config.random_start:

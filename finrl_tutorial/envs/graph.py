@@ -3,7 +3,7 @@
 A captured graph replays the recorded kernels with no Python and no launch overhead; it needs
 static shapes, no host synchronisation and fixed memory addresses, which the step function and
 `VecStockTradingEnv` (state written in place) provide. Random numbers advance on every replay:
-the env's generator is registered with the graph, and the policy's noise uses the default CUDA
+the env's draws come from in-place counters, and the policy's noise uses the default CUDA
 generator, which graphs handle by themselves.
 """
 from __future__ import annotations
@@ -22,12 +22,9 @@ def _warm_up(function, times: int = 3):
 
 
 def _new_graph(env) -> torch.cuda.CUDAGraph:
-    graph = torch.cuda.CUDAGraph()
-    register = getattr(graph, "register_generator_state", None)  # torch >= 2.5
-    if register is None:
-        raise RuntimeError("this torch cannot capture a custom generator in a CUDA graph; use torch >= 2.5")
-    register(env.generator)  # the env's reset draws must advance on every replay
-    return graph
+    # The env's start-day draws come from counters it stores in place (`env.rng_state`), so they
+    # advance on every replay with no generator to register.
+    return torch.cuda.CUDAGraph()
 
 
 class GraphedEnvStep:

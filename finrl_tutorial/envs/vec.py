@@ -4,8 +4,8 @@ from __future__ import annotations
 import torch
 
 from ..data.market import MarketData
-from .core import (Account, EnvConfig, MarketArrays, draw_start_days, initial_account, observation_size,
-                   observe, step_account)
+from .core import (Account, EnvConfig, MarketArrays, counter_uniform, draw_start_days, initial_account,
+                   observation_size, observe, seed_counters, step_account)
 
 
 class VecStockTradingEnv:
@@ -18,7 +18,8 @@ class VecStockTradingEnv:
     ``info["final_obs"]`` holds the observation the finished episode ended on (rows of envs that
     did not finish hold their ordinary next observation). ``info`` also has ``wealth`` (before
     any reset), ``fee`` and ``traded_value`` per env. The step keeps static shapes and never
-    synchronises with the host, so it can be captured in a CUDA graph.
+    synchronises with the host, so it can be captured in a CUDA graph or compiled with
+    ``torch.compile(fullgraph=True)``.
     """
 
     def __init__(self, market: MarketData, num_envs: int, config: EnvConfig | None = None, *,
@@ -35,8 +36,8 @@ class VecStockTradingEnv:
         self.dtype = dtype
         self.observation_dim = observation_size(self.num_stocks, self.market.num_features)
         self.action_dim = self.num_stocks
-        self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(seed)
+        # Per-env random counters (SplitMix64): pure tensor ops, so the step compiles/captures whole.
+        self.rng_state = seed_counters(seed, num_envs, self.device)
         self.account: Account | None = None
         # Episodes start on days [lo, hi) only: a worker's or rank's shard of the data.
         self.start_window = start_window
@@ -44,7 +45,8 @@ class VecStockTradingEnv:
             raise ValueError(f"start_window {start_window} must lie within [0, {self.arrays.num_days - 1})")
 
     def _draw_starts(self) -> torch.Tensor:
-        uniform = torch.rand(self.num_envs, generator=self.generator, device=self.device, dtype=torch.float64)
+        counter, uniform = counter_uniform(self.rng_state)
+        self.rng_state.copy_(counter)
         if self.start_window is not None and self.config.random_start:
             low, high = self.start_window
             return low + (uniform * (high - low)).long().clamp(max=high - low - 1)
@@ -55,7 +57,7 @@ class VecStockTradingEnv:
 
     def reset(self, seed: int | None = None):
         if seed is not None:
-            self.generator.manual_seed(seed)
+            self.rng_state.copy_(seed_counters(seed, self.num_envs, self.device))
         self.account = self._fresh_accounts()
         return observe(self.account, self.arrays), {}
 

@@ -144,7 +144,7 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
         torch.set_rng_state(state["rng_torch"])
         minibatch_order.set_state(state["rng_minibatch"])
         if worker_pool is None:
-            env.generator.set_state(state["rng_env"])
+            env.rng_state.copy_(state["rng_env"].to(device))
             env.account = Account(**{k: v.to(device) for k, v in state["env_account"].items()})
             obs = state["obs"].to(device)
     log = CsvLog(run_dir / "log.csv" if run_dir else None,
@@ -160,7 +160,7 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
             "rng_minibatch": minibatch_order.get_state(), "obs": obs.cpu(),
         }
         if worker_pool is None:
-            state |= {"rng_env": env.generator.get_state(), "env_account": _account_state(env)}
+            state |= {"rng_env": env.rng_state.cpu(), "env_account": _account_state(env)}
         return state
 
     # total_steps counts the env steps of all ranks together
