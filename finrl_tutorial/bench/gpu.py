@@ -32,8 +32,8 @@ def graph_matches_eager(market, device, num_envs: int = 1024, steps: int = 50) -
     eager = VecStockTradingEnv(market, num_envs, device=device, seed=3)
     graphed_env = VecStockTradingEnv(market, num_envs, device=device, seed=3)
     eager.reset(), graphed_env.reset()
-    graphed = GraphedEnvStep(graphed_env)  # capture advances graphed_env: replay the same on eager
-    for _ in range(4):  # 3 warm-up steps + 1 captured step, all with zero actions
+    graphed = GraphedEnvStep(graphed_env)  # its 3 warm-up steps ran; capture itself only records
+    for _ in range(3):
         eager.step(torch.zeros(num_envs, eager.action_dim, device=device))
     generator = torch.Generator(device=device).manual_seed(0)
     for _ in range(steps):
