@@ -93,9 +93,12 @@ def cmd_train(args) -> int:
     prepared = _load(args)
     pool_factory = None
     if args.workers:
-        from .train.workers import WorkerPool
+        from .train.workers import WorkerPool, shard_start_windows
+        window = None
+        if distributed is not None and distributed.world_size > 1:  # each rank's workers share its shard
+            window = shard_start_windows(prepared.train.num_days, distributed.world_size)[distributed.rank]
         pool_factory = lambda seed: WorkerPool(prepared.train, config, env_config,  # noqa: E731
-                                               num_workers=args.workers, seed=seed)
+                                               num_workers=args.workers, seed=seed, start_window=window)
     out = Path(args.out or f"runs/{args.name or args.algo}")
     try:
         report = run_experiment(prepared, config, env_config, out_dir=out, seeds=args.seeds,

@@ -206,7 +206,8 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
                 last_saved = atomic_save(checkpoint(iteration + 1), checkpoint_dir / "last.pt")
         if is_main:
             log.append(row)
-            bar.set_postfix(valid_sharpe=row.get("valid/sharpe_ratio", math.nan), refresh=False)
+            if "valid/sharpe_ratio" in row:
+                bar.set_postfix(valid_sharpe=row["valid/sharpe_ratio"], best=best_sharpe, refresh=False)
     wall_seconds = spent + time.perf_counter() - started
 
     frame = log.frame()
