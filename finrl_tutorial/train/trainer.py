@@ -97,7 +97,7 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
 
     ``resume``: a ``last.pt`` to continue from (same curve as an uninterrupted run on CPU).
     ``distributed`` (a `finrl_tutorial.train.distributed.DistributedContext`) and ``worker_pool``
-    (a `finrl_tutorial.train.workers.WorkerPool`) switch on the scale-out paths of chapter 2;
+    (a `finrl_tutorial.train.workers.WorkerPool`) switch on the scale-out paths (book chapters 4 and 5);
     without them this is one process with one batched env.
     """
     env_config = env_config or EnvConfig()
