@@ -164,9 +164,14 @@ def execute_orders(cash, holdings, sellable, wanted, price, can_buy, can_sell,
 
     buy_lots = torch.where(can_buy, torch.floor(wanted.clamp(min=0.0) / LOT_SIZE), zero)
     lot_cost = LOT_SIZE * price * (1.0 + fees.commission_rate + transfer_rate.unsqueeze(-1))
-    worst_case = (buy_lots * lot_cost).sum(-1) + fees.min_commission * (buy_lots > 0).sum(-1)
-    affordable = torch.where(worst_case > 0, cash * (1.0 - cash_margin) / worst_case.clamp(min=1e-9),
-                             torch.ones_like(cash)).clamp(min=0.0, max=1.0)  # cash < 0 buys nothing
+    # Cost of the buys ≤ Σ value × (1 + commission + transfer) + ¥5 × orders (commission is
+    # max(rate × value, ¥5) ≤ rate × value + ¥5). Scaling shrinks the value part only, and never
+    # adds orders, so this factor keeps cash ≥ 0.
+    variable_cost = (buy_lots * lot_cost).sum(-1)
+    fixed_cost = fees.min_commission * (buy_lots > 0).sum(-1)
+    affordable = torch.where(variable_cost > 0,
+                             (cash * (1.0 - cash_margin) - fixed_cost) / variable_cost.clamp(min=1e-9),
+                             torch.ones_like(cash)).clamp(min=0.0, max=1.0)  # cash < fixed cost buys nothing
     buy_qty = torch.floor(buy_lots * affordable.unsqueeze(-1)) * LOT_SIZE
     buy_value = buy_qty * price
     buy_fee = (order_commission(buy_value, buy_qty, fees.commission_rate, fees.min_commission)

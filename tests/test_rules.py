@@ -272,3 +272,12 @@ def test_sell_worth_less_than_its_fees_is_not_placed():
     """1 share at ¥1 would pay the ¥5 minimum commission: the order is not placed."""
     new_cash, new_holdings, _, fee, traded = fill(0.0, [1, 0, 0, 0], [-1, 0, 0, 0], [1.0, 10.0, 10.0, 10.0])
     assert new_holdings[0] == 1 and fee == 0.0 and traded == 0.0 and new_cash == 0.0
+
+
+def test_scaled_buys_leave_the_minimum_commission_affordable():
+    """Regression (found by the property test): after sells raise ¥1,001, a buy asking for 35
+    lots at ¥2 must be scaled so that value + the ¥5 minimum commission fit, i.e. 4 lots, not 5."""
+    cash, holdings, _, _, _ = fill(40.0, [0, 0, 872, 100], [0.0, 3500.0, -872.0, -100.0], [1.0, 2.0, 1.0, 1.0],
+                                   can_buy=[False, True, False, False], can_sell=[False, False, True, True])
+    assert holdings == [0.0, 400.0, 0.0, 0.0]
+    assert cash >= 0.0
