@@ -12,7 +12,6 @@ rendered to a temporary file in the same directory, then moved into place with
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ..atomic import atomic_open
 from .metrics import _validate_wealth, drawdown_series
 
 __all__ = ["plot_equity", "plot_learning_curve", "plot_band", "plot_bars", "save_figure"]
@@ -33,15 +33,9 @@ def save_figure(fig: Figure, path: str | os.PathLike) -> Path:
     when there is none). Missing parent directories are created. Returns the path.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     fmt = path.suffix.lstrip(".").lower() or mpl.rcParams["savefig.format"]
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        fig.savefig(tmp, dpi=120, bbox_inches="tight", format=fmt)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with atomic_open(path, "wb") as stream:
+        fig.savefig(stream, dpi=120, bbox_inches="tight", format=fmt)
     return path
 
 

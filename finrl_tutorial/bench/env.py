@@ -24,8 +24,10 @@ def sync_for(device) -> callable:
     return (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
 
 
-def measure_env(kind: str, market, num_envs: int, device="cpu", seconds: float = 3.0) -> dict:
-    """One throughput record for ``kind`` with ``num_envs`` sub-envs."""
+def measure_env(kind: str, market, num_envs: int, device="cpu", seconds: float = 3.0,
+                cuda_graph: bool = False) -> dict:
+    """One throughput record for ``kind`` with ``num_envs`` sub-envs; ``cuda_graph`` replays the
+    batched (``vec``) step from a captured CUDA graph (`finrl_tutorial.envs.graph`)."""
     from ..envs import EnvConfig, StockTradingEnv, VecStockTradingEnv, VmapStockTradingEnv
 
     config = EnvConfig()
@@ -57,17 +59,22 @@ def measure_env(kind: str, market, num_envs: int, device="cpu", seconds: float =
         cls = VecStockTradingEnv if kind == "vec" else VmapStockTradingEnv
         env = cls(market, num_envs, config, device=device, seed=0)
         env.reset()
+        if cuda_graph:
+            from ..envs.graph import GraphedEnvStep
+            env_step = GraphedEnvStep(env).step
+        else:
+            env_step = env.step
         generator = torch.Generator(device=env.device).manual_seed(0)
         actions = torch.rand(64, num_envs, stocks, generator=generator, device=env.device) * 2 - 1
         counter = [0]
 
         def step():
             counter[0] += 1
-            env.step(actions[counter[0] % 64])
+            env_step(actions[counter[0] % 64])
         calls, elapsed = timed(step, seconds, sync=sync_for(env.device))
-    return {"bench": "env", "env": kind, "num_envs": num_envs, "stocks": stocks, "device": str(device),
-            "steps": calls, "seconds": round(elapsed, 4), "env_steps_per_s": calls * num_envs / elapsed,
-            **machine()}
+    return {"bench": "env", "env": kind, "mode": "cuda_graph" if cuda_graph else "eager", "num_envs": num_envs,
+            "stocks": stocks, "device": str(device), "steps": calls, "seconds": round(elapsed, 4),
+            "env_steps_per_s": calls * num_envs / elapsed, **machine()}
 
 
 def run(args):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import replace
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -50,7 +50,7 @@ def run(args):
     from ..agents import ActorCritic, Rollout, make_config, policy_loss_for, update
     from ..data import load_market
     from ..envs import VecStockTradingEnv
-    from ..envs.graph import GraphedEnvStep, GraphedRollout
+    from ..envs.graph import GraphedRollout
     from .env import measure_env
 
     device = torch.device(args.device)
@@ -60,22 +60,9 @@ def run(args):
                 **machine()}]
     yield records[-1]
     for num_envs in args.num_envs:
-        records.append(measure_env("vec", market, num_envs, device, args.seconds) | {"mode": "eager"})
-        yield records[-1]
-        env = VecStockTradingEnv(market, num_envs, device=device, seed=0)
-        graphed = GraphedEnvStep(env)
-        actions = torch.rand(64, num_envs, env.action_dim, device=device) * 2 - 1
-        counter = [0]
-
-        def step():
-            counter[0] += 1
-            graphed.step(actions[counter[0] % 64])
-        calls, elapsed = timed(step, args.seconds, sync=sync)
-        records.append({"bench": "env", "env": "vec", "mode": "cuda_graph", "num_envs": num_envs,
-                        "stocks": market.num_stocks, "device": str(device), "steps": calls,
-                        "seconds": round(elapsed, 4), "env_steps_per_s": calls * num_envs / elapsed, **machine()})
-        yield records[-1]
-        del env, graphed, actions
+        for cuda_graph in (False, True):
+            records.append(measure_env("vec", market, num_envs, device, args.seconds, cuda_graph=cuda_graph))
+            yield records[-1]
         torch.cuda.empty_cache()
 
     for num_envs in args.loop_envs:
@@ -99,7 +86,7 @@ def run(args):
         sync()
         elapsed = time.perf_counter() - start
         records.append({"bench": "train", "mode": "cuda_graph rollout + eager update", "num_envs": num_envs,
-                        "config": {k: v for k, v in vars(replace(config)).items() if k != "hidden_sizes"},
+                        "config": asdict(config),
                         "device": str(device), "samples_per_s": iterations * config.rollout_size / elapsed,
                         **machine()})
         yield records[-1]

@@ -29,7 +29,6 @@ import contextlib
 import importlib
 import os
 import re
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import pandas as pd
 
+from ..atomic import atomic_open
 from .schema import DataError, validate_bars
 
 __all__ = [
@@ -294,16 +294,8 @@ class _Throttle:
 
 def _write_atomic(path: Path, frame: pd.DataFrame) -> None:
     """Write a CSV via a temporary file and os.replace, so a crash never leaves half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            frame.to_csv(stream, index=False)
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
+    with atomic_open(path, "w", encoding="utf-8", newline="") as stream:
+        frame.to_csv(stream, index=False)
 
 
 class _TushareCalls:

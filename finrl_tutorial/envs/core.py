@@ -214,8 +214,17 @@ def seed_counters(seed: int, num_envs: int, device) -> torch.Tensor:
     return splitmix64(torch.full_like(index, _int64(seed % (1 << 64))) + index * SPLITMIX_GAMMA)
 
 
-def draw_start_days(uniform: torch.Tensor, num_days: int, config: EnvConfig) -> torch.Tensor:
-    """Map uniform [0, 1) draws to episode start days in [0, num_days - 2] (day 0 if not random)."""
+def start_day_range(num_days: int) -> tuple[int, int]:
+    """Days ``[lo, hi)`` on which an episode may start in a market of ``num_days`` days
+    (the last day has no next day to trade into)."""
+    return 0, num_days - 1
+
+
+def draw_start_days(uniform: torch.Tensor, num_days: int, config: EnvConfig,
+                    window: tuple[int, int] | None = None) -> torch.Tensor:
+    """Map uniform [0, 1) draws to episode start days in ``window`` = [lo, hi) (default: every
+    day with a next day, [0, num_days - 1)); day 0 if starts are not random."""
     if not config.random_start:
         return torch.zeros(uniform.shape, dtype=torch.long, device=uniform.device)
-    return (uniform * (num_days - 1)).long().clamp(max=num_days - 2)
+    low, high = window if window is not None else start_day_range(num_days)
+    return low + (uniform * (high - low)).long().clamp(max=high - low - 1)

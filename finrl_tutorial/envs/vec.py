@@ -47,10 +47,7 @@ class VecStockTradingEnv:
     def _draw_starts(self) -> torch.Tensor:
         counter, uniform = counter_uniform(self.rng_state)
         self.rng_state.copy_(counter)
-        if self.start_window is not None and self.config.random_start:
-            low, high = self.start_window
-            return low + (uniform * (high - low)).long().clamp(max=high - low - 1)
-        return draw_start_days(uniform, self.arrays.num_days, self.config)
+        return draw_start_days(uniform, self.arrays.num_days, self.config, self.start_window)
 
     def _fresh_accounts(self) -> Account:
         return initial_account(self._draw_starts(), self.num_stocks, self.config, self.dtype)

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import asdict, fields
 from pathlib import Path
 
 import torch
 
 from ..agents import ActorCritic, PPOConfig, make_config
+from ..atomic import atomic_open
 from ..envs import EnvConfig
 from ..rules import FeeSchedule
 
@@ -16,20 +16,9 @@ from ..rules import FeeSchedule
 def atomic_save(obj, path: str | os.PathLike) -> Path:
     """``torch.save`` to a temp file in the same folder, then rename over ``path``: a crash never
     leaves a half-written checkpoint, and the previous one stays until the new one is complete."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            torch.save(obj, stream)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
-    return path
+    with atomic_open(path, "wb") as stream:
+        torch.save(obj, stream)
+    return Path(path)
 
 
 def config_to_dict(config) -> dict:

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 import statistics
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
 from ..agents import PPOConfig
+from ..atomic import atomic_open
 from ..backtest.runner import TABLE_COLUMNS, agent_policy, backtest
 from ..bench import machine
 from ..data.clean import PreparedMarket
@@ -24,16 +23,8 @@ from .trainer import train
 
 def write_json(obj, path: Path) -> None:
     """Write JSON atomically (temp file + rename); NaN/inf are refused, not written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w") as stream:
-            json.dump(obj, stream, indent=2, allow_nan=False)
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
+    with atomic_open(path) as stream:
+        json.dump(obj, stream, indent=2, allow_nan=False)
 
 
 def _mean_std(per_seed: list[dict]) -> tuple[dict, dict]:

@@ -30,6 +30,7 @@ the run with a `WorkerError` naming the worker and its exit code or exception.
 """
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing.connection
 import os
 import signal
@@ -43,20 +44,14 @@ import torch.multiprocessing as mp
 from ..agents import ActorCritic, PPOConfig, Rollout, collect_rollout
 from ..data.market import MarketData
 from ..envs import EnvConfig, VecStockTradingEnv
-from ..envs.core import observation_size
+from ..envs.core import observation_size, start_day_range
 from .trainer import TrainingError
 
-_ROLLOUT_FIELDS = ("obs", "actions", "log_probs", "rewards", "values", "next_values", "dones")
+_ROLLOUT_FIELDS = tuple(f.name for f in dataclasses.fields(Rollout) if f.name != "stats")  # the tensors
 
 
 class WorkerError(TrainingError):
     """A rollout worker died, raised, or stopped answering; the message names it and why."""
-
-
-def start_day_range(num_days: int) -> tuple[int, int]:
-    """Days ``[lo, hi)`` on which an episode may start in a market of ``num_days`` days
-    (the last day has no next day to trade into)."""
-    return 0, num_days - 1
 
 
 def _window_key(index: int) -> int:
