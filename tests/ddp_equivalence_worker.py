@@ -14,7 +14,7 @@ import sys
 
 import torch
 
-from finrl_tutorial.agents import ActorCritic, PPOConfig, Rollout, update
+from finrl_tutorial.agents import ActorCritic, PPOConfig, Rollout, make_optimizer, update
 
 HORIZON, NUM_ENVS, OBS_DIM, ACTION_DIM = 16, 8, 7, 3
 UPDATES = 3  # update() calls in a row: the later ones also check Adam's state stays in step
@@ -48,7 +48,7 @@ def initial_agent() -> ActorCritic:
 
 def run_updates(learner, agent, rollout, all_reduce_mean=lambda x: x) -> list[dict]:
     cfg = config()
-    optimizer = torch.optim.Adam(agent.parameters(), lr=cfg.learning_rate, eps=1e-5)
+    optimizer = make_optimizer(agent, cfg)
     order = torch.Generator().manual_seed(0)
     return [update(learner, optimizer, rollout, cfg, None, order, all_reduce_mean) for _ in range(UPDATES)]
 

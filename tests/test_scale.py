@@ -3,6 +3,7 @@
 
 Speed is measured by ``python -m finrl_tutorial bench scale``, never here.
 """
+import importlib
 import json
 import os
 import signal
@@ -127,6 +128,47 @@ def test_two_workers_train_and_learn_the_obvious_edge(edge_market):
     random_final = random_baseline(edge_market.test, EDGE_ENV).wealth.iloc[-1] / EDGE_ENV.initial_cash
     rising_final = 1.01 ** (edge_market.test.num_days - 2)  # all in from the first fill
     assert final > max(random_final, 1.0) + 0.1 and final > 0.9 * rising_final, (final, random_final)
+
+
+def test_the_learner_updates_on_the_workers_idle_cores(edge_market, monkeypatch):
+    """While the workers wait for the next collect, the update runs on ``learner_threads`` torch
+    threads; the rollout and everything else keep the learner's own thread count."""
+    trainer = importlib.import_module("finrl_tutorial.train.trainer")  # the package name is shadowed by train()
+
+    threads_in_update, real_update = [], trainer.update
+
+    def spy(*args, **kwargs):
+        threads_in_update.append(torch.get_num_threads())
+        return real_update(*args, **kwargs)
+
+    monkeypatch.setattr(trainer, "update", spy)
+    config = _tiny_config(total_steps=1024)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with WorkerPool(edge_market.train, config, EDGE_ENV, num_workers=2, seed=0, learner_threads=2) as pool:
+            assert pool.learner_threads == 2
+            train(edge_market, config, EDGE_ENV, eval_every=0, progress=False, worker_pool=pool)
+            assert torch.get_num_threads() == 1  # restored after every update
+        train(edge_market, config, EDGE_ENV, eval_every=0, progress=False)  # no pool: own threads
+    finally:
+        torch.set_num_threads(before)
+    assert threads_in_update == [2, 2, 1, 1]
+
+
+def test_learner_threads_default_to_one_per_worker_within_the_cores(edge_market):
+    from finrl_tutorial.train.workers import available_cores, torch_threads
+
+    with WorkerPool(edge_market.train, _tiny_config(), EDGE_ENV, num_workers=2, seed=0) as pool:
+        assert pool.learner_threads == min(2, available_cores())
+    with pytest.raises(ValueError, match="learner_threads"):
+        WorkerPool(edge_market.train, _tiny_config(), EDGE_ENV, num_workers=2, learner_threads=0)
+    before = torch.get_num_threads()
+    with pytest.raises(KeyError):
+        with torch_threads(before + 1):
+            assert torch.get_num_threads() == before + 1
+            raise KeyError("an error inside the block")
+    assert torch.get_num_threads() == before  # restored on the way out of an error too
 
 
 def test_the_report_records_workers_and_throughput(edge_market, tmp_path):
@@ -300,6 +342,7 @@ def test_bench_scale_writes_records_json_and_plots(tmp_path):
     args = build_parser().parse_args(["bench", "scale", "--layouts", "single", "vec", "vmap", "workers",
                                       "--processes", "1", "--num-envs", "1", "8", "--loop-max-envs", "8",
                                       "--layout-envs", "8", "--loop-iterations", "1", "--seconds", "0.05",
+                                      "--repeats", "2",
                                       "--stocks", "3", "--out", str(tmp_path)])
     records = list(bench.run(args))
     assert [(r["layout"], r["processes"], r["num_envs"]) for r in records] == [
@@ -308,6 +351,10 @@ def test_bench_scale_writes_records_json_and_plots(tmp_path):
         assert record["stocks"] == 3 and "cpu_count" in record and "date" in record
         assert record.get("env_steps_per_s", 1) > 0 and record.get("samples_per_s", 1) > 0
     assert all("samples_per_s" in r for r in records if r["layout"] in ("vec", "workers"))
+    workers = records[-1]
+    assert workers["rollout_env_steps_per_s"] > 0 and workers["learner_threads"] == 1
+    assert workers["repeats"] == len(workers["runs"]) == 2  # the median of two interleaved runs
+    assert workers["samples_per_s"] == pytest.approx(np.median([run["samples_per_s"] for run in workers["runs"]]))
     saved = json.loads((tmp_path / "scale.json").read_text())
     assert len(saved["records"]) == len(records)
     assert (tmp_path / "env_steps.png").stat().st_size > 0 and (tmp_path / "samples.png").stat().st_size > 0

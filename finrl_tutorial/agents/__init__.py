@@ -1,6 +1,7 @@
 """RL agents: a single-file PPO and A2C sharing its rollout and advantage code."""
 from .a2c import A2CConfig, a2c_policy_loss
-from .ppo import (ActorCritic, PPOConfig, Rollout, collect_rollout, compute_gae, ppo_policy_loss, update)
+from .ppo import (ActorCritic, PPOConfig, Rollout, collect_rollout, compute_gae, make_optimizer, ppo_policy_loss,
+                  update)
 
 
 def make_config(algo: str = "ppo", **overrides) -> PPOConfig:
@@ -17,5 +18,5 @@ def policy_loss_for(config: PPOConfig):
     return lambda new, old, adv: ppo_policy_loss(new, old, adv, config.clip_range)
 
 
-__all__ = ["A2CConfig", "ActorCritic", "PPOConfig", "Rollout", "a2c_policy_loss", "collect_rollout",
-           "compute_gae", "make_config", "policy_loss_for", "ppo_policy_loss", "update"]
+__all__ = ["A2CConfig", "ActorCritic", "PPOConfig", "Rollout", "a2c_policy_loss", "collect_rollout", "compute_gae",
+           "make_config", "make_optimizer", "policy_loss_for", "ppo_policy_loss", "update"]

@@ -15,22 +15,27 @@ vmap        the same env batched by ``torch.func.vmap``
 ddp         P processes, each with a batched env of ``--layout-envs`` sub-envs: env-steps/s of
             all P measured concurrently and summed; samples/s of a real DDP training run (gloo
             on CPU, NCCL on CUDA) through the trainer, all ranks' steps counted
-workers     one learner and P `WorkerPool` rollout processes sharing ``--layout-envs`` sub-envs:
-            samples/s of a training run through the trainer
+workers     one learner and P `WorkerPool` rollout processes, each with a batched env of
+            ``--layout-envs`` sub-envs (as in the ddp layout): samples/s of a training run
+            through the trainer (its update on P threads, the workers' idle cores), and
+            env-steps/s of the pool's rollouts alone
 ==========  ==================================================================================
 
 One JSON record per measurement (``layout``, ``processes``, ``num_envs`` — all sub-envs of all
 processes —, ``env_steps_per_s`` and/or ``samples_per_s``, and `finrl_tutorial.bench.machine`);
 all of them also go to ``--out``/``scale.json`` with two bar charts, ``env_steps.png`` and
-``samples.png``. The default sweep takes about two to three minutes on two CPU cores; add
-``--max-num-envs 262144`` on a GPU. Samples/s leave out one warm-up iteration, and no layout
-counts process start-up. The ddp layout's env-steps/s assumes the processes really run in
+``samples.png``. The ddp and workers layouts are measured ``--repeats`` times, the process
+counts interleaved, and report the median (the single runs under ``runs``): on a shared machine
+one run of a process layout can be off by tens of percent. The default sweep takes about four
+minutes on two CPU cores; add ``--max-num-envs 262144`` on a GPU. Samples/s leave out one warm-up
+iteration, and no layout counts process start-up. The ddp layout's env-steps/s assumes the processes really run in
 parallel: on a machine with fewer free cores than ``--processes`` it cannot scale.
 """
 from __future__ import annotations
 
 import os
 import socket
+import statistics
 import time
 import types
 from pathlib import Path
@@ -56,9 +61,11 @@ def add_arguments(kinds) -> None:
     parser.add_argument("--loop-max-envs", type=int, default=1024,
                         help="measure whole-loop samples/s of the vec layout up to this many sub-envs")
     parser.add_argument("--layout-envs", type=int, default=256,
-                        help="sub-envs per process (ddp) and in all, split over the workers (workers)")
+                        help="sub-envs per process of the ddp and workers layouts")
     parser.add_argument("--loop-iterations", type=int, default=3,
                         help="measured training iterations per samples/s figure (after one warm-up iteration)")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="runs of each process count of the ddp and workers layouts (median reported)")
     parser.add_argument("--seconds", type=float, default=1.0, help="time per env-steps/s measurement")
     parser.add_argument("--stocks", type=int, default=30, help="columns (the sample's 15 stocks repeated)")
     parser.add_argument("--device", default="cpu")
@@ -106,6 +113,19 @@ def _train_samples_per_s(market, config, **kwargs) -> float:
         return result.samples_per_s
     return float((log["env_steps"].iloc[-1] - log["env_steps"].iloc[0])
                  / (log["wall_seconds"].iloc[-1] - log["wall_seconds"].iloc[0]))
+
+
+def _pool_env_steps_per_s(pool, config, rollouts: int) -> float:
+    """env-steps/s of the worker pool's rollouts alone (weights out, all workers collect, blocks
+    back), with a fresh policy, after one warm-up rollout."""
+    from ..agents import ActorCritic
+
+    agent = ActorCritic(pool.observation_dim, pool.action_dim, config.hidden_sizes, config.init_log_std)
+    pool.collect(agent)
+    started = time.perf_counter()
+    for _ in range(rollouts):
+        pool.collect(agent)
+    return rollouts * config.rollout_size / (time.perf_counter() - started)
 
 
 def _ddp_rank(rank: int, world_size: int, port: int, market, num_envs: int, device: str, seconds: float,
@@ -185,20 +205,45 @@ def measure_layouts(args, market):
                            "rollout_env_steps_per_s": loop["rollout_env_steps_per_s"]}
             yield _record(layout, 1, num_envs, stocks, device, **values)
     if "ddp" in layouts:
-        for processes in args.processes:
-            answers = _run_ranks(processes, market, args.layout_envs, args.device, args.seconds, args.loop_iterations)
-            env_rate = sum(value for kind, _, value in answers if kind == "env")
-            samples = next(value for kind, rank, value in answers if kind == "loop" and rank == 0)
-            yield _record("ddp", processes, processes * args.layout_envs, stocks, device,
-                          env_steps_per_s=env_rate, samples_per_s=samples, envs_per_process=args.layout_envs)
+        yield from _repeated("ddp", args, lambda processes: _ddp_once(args, market, processes), stocks, device)
     if "workers" in layouts:
-        from ..train.workers import WorkerPool
+        yield from _repeated("workers", args, lambda processes: _workers_once(args, market, processes),
+                             stocks, device)
 
+
+def _repeated(layout: str, args, measure, stocks: int, device):
+    """Measure each process count of a process layout ``--repeats`` times, interleaved (1, 2, 1,
+    2, …, so that a slow spell of a shared machine hits every count alike); one record per count
+    with the median of every rate and the single runs under ``runs``."""
+    runs = {processes: [] for processes in args.processes}
+    for _ in range(args.repeats):
         for processes in args.processes:
-            config = _loop_config(args.layout_envs, device, args.loop_iterations + 1)
-            with WorkerPool(market, config, num_workers=processes, seed=config.seed) as pool:
-                samples = _train_samples_per_s(market, config, worker_pool=pool)
-            yield _record("workers", processes, args.layout_envs, stocks, device, samples_per_s=samples)
+            runs[processes].append(measure(processes))
+    for processes, measured in runs.items():
+        rates = {key: statistics.median(run[key] for run in measured)
+                 for key in measured[0] if key.endswith("_per_s")}
+        fixed = {key: value for key, value in measured[0].items() if not key.endswith("_per_s")}
+        yield _record(layout, processes, fixed.pop("num_envs"), stocks, device, **rates, **fixed,
+                      repeats=len(measured), runs=[{k: v for k, v in run.items() if k in rates} for run in measured])
+
+
+def _ddp_once(args, market, processes: int) -> dict:
+    answers = _run_ranks(processes, market, args.layout_envs, args.device, args.seconds, args.loop_iterations)
+    return {"num_envs": processes * args.layout_envs, "envs_per_process": args.layout_envs,
+            "env_steps_per_s": sum(value for kind, _, value in answers if kind == "env"),
+            "samples_per_s": next(value for kind, rank, value in answers if kind == "loop" and rank == 0)}
+
+
+def _workers_once(args, market, processes: int) -> dict:
+    from ..train.workers import WorkerPool
+
+    # like the ddp layout: every process its own batched env of --layout-envs sub-envs
+    config = _loop_config(args.layout_envs * processes, torch.device(args.device), args.loop_iterations + 1)
+    with WorkerPool(market, config, num_workers=processes, seed=config.seed) as pool:
+        samples = _train_samples_per_s(market, config, worker_pool=pool)
+        collected = _pool_env_steps_per_s(pool, config, args.loop_iterations)
+    return {"num_envs": config.num_envs, "envs_per_process": args.layout_envs, "learner_threads": pool.learner_threads,
+            "samples_per_s": samples, "rollout_env_steps_per_s": collected}
 
 
 def _label(record: dict) -> str:
@@ -232,6 +277,8 @@ def run(args):
 
     if any(p < 1 for p in args.processes):
         raise ValueError(f"--processes must be >= 1, got {args.processes}")
+    if args.repeats < 1:
+        raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
     market = market_with_stocks(load_market().train, args.stocks)
     records = []
     for record in measure_layouts(args, market):

@@ -22,13 +22,13 @@ def add_arguments(kinds) -> None:
 
 def measure_loop(market, config, env_config=None, iterations: int = 5) -> dict:
     """Time ``iterations`` training iterations (one warm-up first): rollout and update apart."""
-    from ..agents import ActorCritic, Rollout, collect_rollout, policy_loss_for, update
+    from ..agents import ActorCritic, Rollout, collect_rollout, make_optimizer, policy_loss_for, update
     from ..envs import VecStockTradingEnv
 
     torch.manual_seed(config.seed)
     env = VecStockTradingEnv(market, config.num_envs, env_config, device=config.device, seed=config.seed)
     agent = ActorCritic(env.observation_dim, env.action_dim, config.hidden_sizes, config.init_log_std).to(env.device)
-    optimizer = torch.optim.Adam(agent.parameters(), lr=config.learning_rate, eps=1e-5)
+    optimizer = make_optimizer(agent, config)
     rollout = Rollout.empty(config.horizon_len, config.num_envs, env.observation_dim, env.action_dim, env.device)
     loss = policy_loss_for(config)
     sync = sync_for(env.device)

@@ -6,6 +6,7 @@ Files in ``out_dir`` (all optional): ``log.csv`` (one row per iteration, fixed c
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import math
 import time
@@ -16,7 +17,7 @@ import pandas as pd
 import torch
 from tqdm import tqdm  # the plain bar: tqdm.auto needs ipywidgets in notebooks
 
-from ..agents import ActorCritic, PPOConfig, Rollout, collect_rollout, policy_loss_for, update
+from ..agents import ActorCritic, PPOConfig, Rollout, collect_rollout, make_optimizer, policy_loss_for, update
 from ..backtest.runner import agent_policy, run_policy
 from ..data.clean import PreparedMarket
 from ..envs import Account, EnvConfig, VecStockTradingEnv
@@ -122,7 +123,7 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
     agent = ActorCritic(env.observation_dim, env.action_dim, config.hidden_sizes, config.init_log_std).to(device)
     torch.manual_seed(seed)
     learner = distributed.wrap(agent) if distributed else agent
-    optimizer = torch.optim.Adam(agent.parameters(), lr=config.learning_rate, eps=1e-5)
+    optimizer = make_optimizer(agent, config)
     minibatch_order = torch.Generator().manual_seed(seed)
     rollout = Rollout.empty(config.horizon_len, env.num_envs, env.observation_dim, env.action_dim, device)
     policy_loss = policy_loss_for(config)
@@ -177,8 +178,9 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
             agent.eval()
             obs = collect_rollout(env, agent, rollout, obs)
         agent.train()
-        try:
-            losses = update(learner, optimizer, rollout, config, policy_loss, minibatch_order, all_reduce_mean)
+        try:  # with workers, the update borrows their cores: they are idle until the next collect
+            with worker_pool.update_threads() if worker_pool is not None else contextlib.nullcontext():
+                losses = update(learner, optimizer, rollout, config, policy_loss, minibatch_order, all_reduce_mean)
         except FloatingPointError as error:
             kept = last_saved or ("none written yet" if checkpoint_dir else "no checkpoint (no out_dir)")
             raise TrainingError(f"{error}; stopped at iteration {iteration}, last good checkpoint: {kept}") from None

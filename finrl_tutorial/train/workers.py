@@ -24,12 +24,20 @@ One iteration (`WorkerPool.collect`):
    dimension without a copy;
 4. each worker answers with its episode statistics; the learner sums them.
 
+The pool is synchronous (every sample is on-policy, as PPO needs), so the workers sit idle while
+the learner updates. The learner therefore borrows their cores for the update: it runs the
+gradient steps with ``learner_threads`` torch threads (default: one per worker, at most the cores
+this process may use) and goes back to its own thread count for the rest of the loop
+(`WorkerPool.update_threads`). N cores thus serve both phases: N worker processes collect, then
+N threads update — which is what lets the *whole* loop, not only the rollout, scale with cores.
+
 Failures never hang the learner: it waits on the pipes *and* on the processes' sentinels with
 a timeout, so a worker that raises (its traceback is sent back), is killed, or goes silent ends
 the run with a `WorkerError` naming the worker and its exit code or exception.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import multiprocessing.connection
 import os
@@ -88,6 +96,25 @@ def split_envs(num_envs: int, num_workers: int) -> list[int]:
                          "needs at least one env")
     base, extra = divmod(num_envs, num_workers)
     return [base + (1 if k < extra else 0) for k in range(num_workers)]
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+@contextlib.contextmanager
+def torch_threads(count: int):
+    """Run the block with ``count`` torch intra-op threads, then restore the previous count."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def worker_seed(seed: int, index: int) -> int:
@@ -157,13 +184,20 @@ class WorkerPool:
 
     ``timeout_s`` bounds every wait for the workers (start-up, one reset, one rollout): past it
     the run ends with a `WorkerError` instead of hanging.
+
+    ``learner_threads``: torch threads of the learner's update while the workers are idle
+    (default ``min(num_workers, available_cores())``: the workers' cores); the trainer enters
+    `update_threads` around each update.
     """
 
     def __init__(self, market: MarketData, config: PPOConfig, env_config: EnvConfig | None = None,
                  num_workers: int = 2, seed: int | None = None, *, timeout_s: float = 600.0,
-                 start_window: tuple[int, int] | None = None):
+                 start_window: tuple[int, int] | None = None, learner_threads: int | None = None):
         env_config = env_config or EnvConfig()
+        if learner_threads is not None and learner_threads < 1:
+            raise ValueError(f"learner_threads must be >= 1, got {learner_threads}")
         self.num_workers = num_workers
+        self.learner_threads = learner_threads or max(1, min(num_workers, available_cores()))
         self.env_counts = split_envs(config.num_envs, num_workers)
         self.num_envs = config.num_envs
         self.horizon_len = config.horizon_len
@@ -311,6 +345,11 @@ class WorkerPool:
         stats = {"episodes": torch.tensor(episodes, device=device),
                  "final_wealth_sum": torch.tensor(final_wealth, device=device)}
         return Rollout(**tensors, stats=stats)
+
+    def update_threads(self):
+        """Context manager for the learner's update: ``learner_threads`` torch threads (the
+        workers wait for the next ``collect`` meanwhile, so their cores are free)."""
+        return torch_threads(self.learner_threads)
 
     def close(self) -> None:
         """Stop the workers (politely, then by force) and release the pipes. Idempotent."""
