@@ -180,8 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--action-mode", choices=("shares", "weights"), default="shares")
     train.add_argument("--horizon", type=int, default=250, help="episode length in trading days")
     train.add_argument("--eval-every", type=int, default=5, help="validate every K iterations")
-    train.add_argument("--workers", type=int, default=0, help="collect with N worker processes (the update then runs on N threads: "
-                                                               "the workers' cores, idle while it runs)")
+    train.add_argument("--workers", type=int, default=0,
+                       help="collect with N worker processes (the update then runs on N threads: "
+                            "the workers' cores, idle while it runs)")
     train.add_argument("--ddp", action="store_true", help="DistributedDataParallel (launch with torchrun)")
     train.add_argument("--data-parallel", action="store_true", help="torch.nn.DataParallel over visible GPUs")
     train.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest for small MLPs)")
