@@ -9,6 +9,7 @@ from .clean import DEFAULT_INDICATORS, SSE15_SPLITS, PreparedMarket, fraction_sp
 from .market import MarketData
 from .sample import SAMPLES, load_sample, sample_licence
 from .schema import DataError, validate_bars
+from .synthetic import SIGNAL_FAMILIES, SyntheticMarket, SyntheticSpec, make_synthetic, oracle_capture
 
 SOURCES = ("sample", "tushare", "akshare", "baostock")
 
@@ -62,6 +63,6 @@ def load_market(source: str = "sample", *, tickers=None, start=None, end=None, s
                           benchmark=benchmark, source=label)
 
 
-__all__ = ["DEFAULT_INDICATORS", "SAMPLES", "SOURCES", "SSE15_SPLITS", "DataError", "MarketData",
-           "PreparedMarket", "fraction_splits", "load_market", "load_sample", "prepare_market",
-           "sample_licence", "validate_bars"]
+__all__ = ["DEFAULT_INDICATORS", "SAMPLES", "SIGNAL_FAMILIES", "SOURCES", "SSE15_SPLITS", "DataError", "MarketData",
+           "PreparedMarket", "SyntheticMarket", "SyntheticSpec", "fraction_splits", "load_market", "load_sample",
+           "make_synthetic", "oracle_capture", "prepare_market", "sample_licence", "validate_bars"]
