@@ -18,7 +18,8 @@ sb3_ppo_our_env     stable-baselines3's PPO, its defaults, training on our `Stoc
 our_ppo             this package's PPO loop, its defaults (`finrl_tutorial.bench.train.measure_loop`)
 ==================  ==========================================================================
 
-Env figures are env steps per second with random actions (every ``step`` call counts, episode
+Everything runs on the CPU with ``--threads`` torch threads (1 by default), one measurement at a
+time. Env figures are env steps per second with random actions (every ``step`` call counts, episode
 resets included); training figures are samples (env steps) per second of rollout + update. Each
 measurement is repeated ``--repeats`` times, the measurements interleaved round by round (so a
 slow spell of a shared machine hits them alike); every record gives the median, the single runs
@@ -455,7 +456,6 @@ def summary(measured: list[Measurement], stocks: int) -> dict:
         ratio(label, "sb3_ppo_finrl_env")
         ratio(label, "sb3_ppo_our_env")
     ratio("sb3_ppo_our_env", "sb3_ppo_finrl_env")
-    ratio("our_env_single", "finrl_env")
 
     targets = {}
     vec = {label: median[label] for label in ours_env if label.startswith("our_env_vec_")}
@@ -513,7 +513,7 @@ def run(args):
     for m in measured:
         records.append({"bench": "peers", "measurement": m.name, "label": m.label, "library": m.library,
                         m.unit: statistics.median(m.runs), "runs": m.runs, "spread": _spread(m.runs),
-                        "repeats": len(m.runs), **m.details, **common, **machine()})
+                        "repeats": len(m.runs), "device": "cpu", **m.details, **common, **machine()})
         yield records[-1]
     skipped = {r["measurement"]: r["skipped"] for r in records if "skipped" in r}
     records.append({"bench": "peers", "measurement": "summary", **summary(measured, args.stocks),
