@@ -244,10 +244,7 @@ def make_elegantrl_env(close: np.ndarray, tech: np.ndarray, num_envs: int):
 # --- stable-baselines3 -------------------------------------------------------------------------
 
 def _sb3_ppo():
-    try:
-        return import_peer("stable_baselines3").PPO
-    except PeerMissing as error:
-        raise PeerMissing(f"sb3_ppo_train needs stable-baselines3: {error}") from None
+    return import_peer("stable_baselines3").PPO
 
 
 def _our_single_env(market: MarketData, env_config: EnvConfig):
@@ -268,7 +265,10 @@ def sb3_ppo_train(market: PreparedMarket, env_config: EnvConfig, total_steps: in
     """
     if total_steps < 1:
         raise ValueError(f"total_steps must be >= 1, got {total_steps}")
-    ppo = _sb3_ppo()
+    try:
+        ppo = _sb3_ppo()
+    except PeerMissing as error:
+        raise PeerMissing(f"sb3_ppo_train: {error}") from None
     started = time.perf_counter()
     env = _our_single_env(market.train, env_config)
     model = ppo("MlpPolicy", env, seed=seed, device=device, verbose=0)
