@@ -119,7 +119,8 @@ def import_peer(module: str):
     """Import ``module`` of a peer, or raise `PeerMissing` in one line saying why."""
     top = module.split(".")[0]
     if not peer_installed(top):
-        raise PeerMissing(f"{PEER_DISTRIBUTIONS.get(top, top)} is not installed (pip install -e .[peers])")
+        how = "pip install --no-deps elegantrl" if top == "elegantrl" else "pip install -e .[peers]"
+        raise PeerMissing(f"{PEER_DISTRIBUTIONS.get(top, top)} is not installed ({how}; README, Peers)")
     try:
         return importlib.import_module(module)
     except Exception as error:  # a peer's import can fail in many ways (a missing dependency, an API change)
