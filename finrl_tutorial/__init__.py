@@ -4,11 +4,13 @@ One import for the book's chapters: ``from finrl_tutorial import load_market, PP
 Data flows one way: data → envs → agents → backtest → train.
 """
 from .agents import A2CConfig, ActorCritic, PPOConfig, make_config
-from .backtest import performance_summary, plot_band, plot_bars, plot_equity, plot_learning_curve
+from .backtest import (performance_summary, plot_band, plot_bars, plot_equity, plot_learning_curve, plot_weights,
+                       sharpe_difference_ci)
 from .backtest.runner import (BacktestResult, EpisodeRecord, agent_policy, backtest, buy_and_hold_baseline,
-                              random_baseline, run_policy)
+                              constant_action_baseline, equal_shares_baseline, random_baseline, run_policy)
 from .data import (DataError, MarketData, PreparedMarket, load_market, load_sample, prepare_market,
                    validate_bars)
+from .data.synthetic import SyntheticMarket, SyntheticSpec, make_synthetic, oracle_capture
 from .envs import EnvConfig, StockTradingEnv, VecStockTradingEnv, VmapStockTradingEnv
 from .rules import FeeSchedule
 from .train import TrainingError, TrainResult, agent_from_checkpoint, load_checkpoint, train
@@ -17,9 +19,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "A2CConfig", "ActorCritic", "BacktestResult", "DataError", "EnvConfig", "EpisodeRecord", "FeeSchedule",
-    "MarketData", "PPOConfig", "PreparedMarket", "StockTradingEnv", "TrainResult", "TrainingError",
-    "VecStockTradingEnv", "VmapStockTradingEnv", "agent_from_checkpoint", "agent_policy", "backtest",
-    "buy_and_hold_baseline", "load_checkpoint", "load_market", "load_sample", "make_config",
-    "performance_summary", "plot_band", "plot_bars", "plot_equity", "plot_learning_curve", "prepare_market",
-    "random_baseline", "run_policy", "train", "validate_bars",
+    "MarketData", "PPOConfig", "PreparedMarket", "StockTradingEnv", "SyntheticMarket", "SyntheticSpec",
+    "TrainResult", "TrainingError", "VecStockTradingEnv", "VmapStockTradingEnv", "agent_from_checkpoint",
+    "agent_policy", "backtest", "buy_and_hold_baseline", "constant_action_baseline", "equal_shares_baseline",
+    "load_checkpoint", "load_market", "load_sample", "make_config", "make_synthetic", "oracle_capture",
+    "performance_summary", "plot_band", "plot_bars", "plot_equity", "plot_learning_curve", "plot_weights",
+    "prepare_market", "random_baseline", "run_policy", "sharpe_difference_ci", "train", "validate_bars",
 ]

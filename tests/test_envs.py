@@ -292,7 +292,7 @@ def test_buy_and_hold_through_ex_rights_day(sse15, tic, ex_date, execution):
     ratio = float(full.split_ratio[ex, col])
     assert ratio > 1.1 and float(full.close[ex, col] / full.close[ex - 1, col]) < 0.9  # a raw drop > 10 %
     # max_lots large enough that the buy is scaled to (almost) all the cash
-    env = StockTradingEnv(full, EnvConfig(horizon=None, execution=execution, max_lots=100_000))
+    env = StockTradingEnv(full, EnvConfig(horizon=None, execution=execution, max_lots=100_000, action_mode="shares"))
     env.reset(options={"start_day": ex - 4})
     buy = np.zeros(15)
     buy[col] = 1.0
@@ -431,7 +431,7 @@ def test_open_execution_fills_at_next_open(sse15):
     full = sse15.full
     col, start = full.tickers.index("600000.SH"), 200
     assert full.tradable[start + 1, col] and full.open[start + 1, col] < full.up_limit[start + 1, col] - 0.005
-    env = StockTradingEnv(full, EnvConfig(horizon=None, execution="open"))
+    env = StockTradingEnv(full, EnvConfig(horizon=None, execution="open", action_mode="shares"))
     env.reset(options={"start_day": start})
     action = np.zeros(15)
     action[col] = 1.0
@@ -452,7 +452,7 @@ def test_open_execution_fills_at_next_open(sse15):
 def test_close_execution_fills_at_decision_close(sse15):
     full = sse15.full
     col, start = full.tickers.index("600000.SH"), 200
-    env = StockTradingEnv(full, EnvConfig(horizon=None, execution="close"))
+    env = StockTradingEnv(full, EnvConfig(horizon=None, execution="close", action_mode="shares"))
     env.reset(options={"start_day": start})
     action = np.zeros(15)
     action[col] = 1.0

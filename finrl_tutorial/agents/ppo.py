@@ -53,8 +53,14 @@ class PPOConfig:
     """Stop an iteration's epochs early once the approximate KL exceeds this (None: never)."""
     normalize_advantages: bool = True
     """Standardise advantages per minibatch."""
-    hidden_sizes: tuple[int, ...] = (128, 128)
-    """Hidden layers of the actor and of the critic MLPs."""
+    network: str = "stockwise"
+    """``stockwise``: one network shared by all stocks (see `StockwiseEncoder`); ``mlp``: one MLP
+    over the flat observation."""
+    portfolio_head: bool = True
+    """In the env's ``weights`` action mode, sample scores and trade their softmax as target weights
+    (see `ActorCritic`); False passes the Gaussian sample to the env as it is."""
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """Hidden layers of the actor and of the critic networks (per stock for ``stockwise``)."""
     init_log_std: float = -0.5
     """Initial log standard deviation of the Gaussian policy."""
     total_steps: int = 600_000
@@ -99,23 +105,96 @@ def mlp(sizes, out_gain: float) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
-class ActorCritic(nn.Module):
-    """Gaussian policy (state-dependent mean, learned state-independent std) and a value net."""
+class StockwiseEncoder(nn.Module):
+    """One small network shared by every stock (Deep Sets / EIIE-style, Jiang et al. 2017).
 
-    def __init__(self, obs_dim: int, action_dim: int, hidden_sizes=(128, 128), init_log_std: float = -0.5):
+    The flat observation is ``[cash share, stock 1 block, …, stock S block]`` (see
+    `finrl_tutorial.envs.observe`). Each stock's block is read together with its deviation from
+    the cross-sectional mean of the blocks and the cash share, by the *same* weights, so what is
+    learned about one stock serves all of them (S times the data per weight) and the output is
+    permutation-equivariant: relabelling the stocks relabels the outputs. Returns ``[..., S, H]``.
+    """
+
+    def __init__(self, num_stocks: int, per_stock: int, hidden_sizes):
         super().__init__()
-        self.actor_mean = mlp((obs_dim, *hidden_sizes, action_dim), out_gain=0.01)
-        self.critic = mlp((obs_dim, *hidden_sizes, 1), out_gain=1.0)
+        self.num_stocks, self.per_stock = num_stocks, per_stock
+        self.body = nn.Sequential(mlp((2 * per_stock + 1, *hidden_sizes), out_gain=math.sqrt(2)), nn.Tanh())
+
+    def blocks(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``cash [..., 1]`` and the per-stock blocks ``[..., S, per_stock]`` of a flat observation."""
+        return obs[..., :1], obs[..., 1:].unflatten(-1, (self.num_stocks, self.per_stock))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        cash, stocks = self.blocks(obs)
+        relative = stocks - stocks.mean(-2, keepdim=True)
+        return self.body(torch.cat([stocks, relative, cash.unsqueeze(-2).expand(*stocks.shape[:-1], 1)], -1))
+
+
+class ActorCritic(nn.Module):
+    """Gaussian policy (state-dependent mean, learned state-independent std) and a value net.
+
+    ``network``: ``stockwise`` shares one network across stocks (`StockwiseEncoder`); ``mlp`` reads
+    the flat observation with one MLP (CleanRL's layout). ``portfolio=True`` (the env's
+    ``weights`` action mode) makes the Gaussian's sample a vector of per-stock *scores* relative to
+    cash, and the env action the softmax over ``[cash, stocks]`` without the cash entry: target
+    weights that are ≥ 0 and sum to ≤ 1 by construction, so no action is wasted on the clip at
+    ±1 and every score moves the portfolio. The log-probability is that of the scores (the map
+    to weights is a fixed part of the environment as far as the gradient is concerned).
+    """
+
+    def __init__(self, obs_dim: int, action_dim: int, hidden_sizes=(128, 128), init_log_std: float = -0.5,
+                 network: str = "mlp", portfolio: bool = False):
+        super().__init__()
+        if network not in ("mlp", "stockwise"):
+            raise ValueError(f"network must be 'mlp' or 'stockwise', got {network!r}")
+        self.network, self.portfolio = network, portfolio
+        if network == "stockwise":
+            per_stock, remainder = divmod(obs_dim - 1, action_dim)
+            if remainder or per_stock < 1:
+                raise ValueError(f"obs_dim {obs_dim} is not 1 + {action_dim} stocks x a per-stock block")
+            width = hidden_sizes[-1]
+            self.actor_encoder = StockwiseEncoder(action_dim, per_stock, hidden_sizes)
+            self.actor_head = mlp((width, 1), out_gain=0.01)
+            self.critic_encoder = StockwiseEncoder(action_dim, per_stock, hidden_sizes)
+            # value of the portfolio: the average stock, the held stocks (weighted by weight), the cash share
+            self.critic_head = mlp((2 * width + 1, width, 1), out_gain=1.0)
+        else:
+            self.actor_mean = mlp((obs_dim, *hidden_sizes, action_dim), out_gain=0.01)
+            self.critic = mlp((obs_dim, *hidden_sizes, 1), out_gain=1.0)
         self.log_std = nn.Parameter(torch.full((action_dim,), float(init_log_std)))
 
+    @classmethod
+    def from_config(cls, obs_dim: int, action_dim: int, config: "PPOConfig", action_mode: str = "shares"):
+        """The agent a `PPOConfig` describes, for an env with the given ``action_mode``."""
+        return cls(obs_dim, action_dim, config.hidden_sizes, config.init_log_std, network=config.network,
+                   portfolio=action_mode == "weights" and config.portfolio_head)
+
     def value(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.critic(obs).squeeze(-1)
+        if self.network == "mlp":
+            return self.critic(obs).squeeze(-1)
+        hidden = self.critic_encoder(obs)
+        cash, stocks = self.critic_encoder.blocks(obs)
+        held = (stocks[..., :1] * hidden).sum(-2)  # the block's first entry is the stock's weight
+        return self.critic_head(torch.cat([hidden.mean(-2), held, cash], -1)).squeeze(-1)
+
+    def mean(self, obs: torch.Tensor) -> torch.Tensor:
+        if self.network == "mlp":
+            return self.actor_mean(obs)
+        return self.actor_head(self.actor_encoder(obs)).squeeze(-1)
 
     def distribution(self, obs: torch.Tensor) -> Normal:
-        mean = self.actor_mean(obs)
+        mean = self.mean(obs)
         # No argument validation: non-finite weights must surface as a non-finite loss (which
         # `update` reports), not as a ValueError from the distribution halfway through an update.
         return Normal(mean, self.log_std.expand_as(mean).exp(), validate_args=False)
+
+    def env_action(self, action: torch.Tensor) -> torch.Tensor:
+        """What the env receives for a sampled ``action``: softmax target weights (``portfolio``)
+        or the action itself (the env clips it to [-1, 1])."""
+        if not self.portfolio:
+            return action
+        scores = torch.cat([torch.zeros_like(action[..., :1]), action], -1)  # cash's score is 0
+        return torch.softmax(scores, -1)[..., 1:]
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor | None = None):
         """Sample (or score) an action: returns ``action, log_prob, entropy, value``."""
@@ -126,9 +205,9 @@ class ActorCritic(nn.Module):
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
-        """The action to trade with: the mean for evaluation, a sample otherwise."""
+        """The env action to trade with: from the mean for evaluation, from a sample otherwise."""
         dist = self.distribution(obs)
-        return dist.mean if deterministic else dist.sample()
+        return self.env_action(dist.mean if deterministic else dist.sample())
 
 
 def make_optimizer(agent: nn.Module, config: PPOConfig) -> torch.optim.Optimizer:
@@ -173,7 +252,7 @@ def collect_rollout(env, agent: ActorCritic, rollout: Rollout, obs: torch.Tensor
     final_wealth = torch.zeros((), device=obs.device)
     for t in range(rollout.obs.shape[0]):
         action, log_prob, _, value = agent(obs)
-        next_obs, reward, terminated, truncated, info = env.step(action)
+        next_obs, reward, terminated, truncated, info = env.step(agent.env_action(action))
         done = terminated | truncated
         rollout.obs[t] = obs
         rollout.actions[t] = action

@@ -12,10 +12,11 @@ from .metrics import (
     drawdown_series,
     max_drawdown,
     performance_summary,
+    sharpe_difference_ci,
     sharpe_ratio,
     sortino_ratio,
 )
-from .plots import plot_band, plot_bars, plot_equity, plot_learning_curve, save_figure
+from .plots import plot_band, plot_bars, plot_equity, plot_learning_curve, plot_weights, save_figure
 
 __all__ = [
     "PERIODS_PER_YEAR",
@@ -29,11 +30,13 @@ __all__ = [
     "drawdown_series",
     "max_drawdown",
     "performance_summary",
+    "sharpe_difference_ci",
     "sharpe_ratio",
     "sortino_ratio",
     "plot_band",
     "plot_bars",
     "plot_equity",
     "plot_learning_curve",
+    "plot_weights",
     "save_figure",
 ]

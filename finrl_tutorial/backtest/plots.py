@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 from ..atomic import atomic_open
 from .metrics import _validate_wealth, drawdown_series
 
-__all__ = ["plot_equity", "plot_learning_curve", "plot_band", "plot_bars", "save_figure"]
+__all__ = ["plot_equity", "plot_learning_curve", "plot_band", "plot_bars", "plot_weights", "save_figure"]
 
 
 def save_figure(fig: Figure, path: str | os.PathLike) -> Path:
@@ -187,4 +187,28 @@ def plot_bars(
         for tick in ax.get_xticklabels():
             tick.set_rotation(30)
             tick.set_horizontalalignment("right")
+    return _finish(fig, path)
+
+
+def plot_weights(
+    weights: pd.DataFrame,
+    path: str | os.PathLike | None = None,
+    title: str = "Portfolio weights",
+) -> Figure:
+    """What a policy holds: each stock's share of wealth at each close, stacked (cash on top).
+
+    ``weights`` is an `EpisodeRecord.weights` frame (dates × tickers, each row summing to ≤ 1).
+    """
+    if weights is None or weights.empty:
+        raise ValueError("plot_weights needs a non-empty weights frame")
+    values = weights.clip(lower=0.0).to_numpy(dtype=float).T
+    cash = np.clip(1.0 - values.sum(axis=0), 0.0, 1.0)
+    fig = Figure(figsize=(10, 4), layout="constrained")
+    ax = fig.subplots()
+    ax.stackplot(weights.index, *values, cash, labels=[*map(str, weights.columns), "cash"], linewidth=0)
+    ax.set_ylim(0.0, 1.0)
+    ax.set_ylabel("share of wealth")
+    ax.set_title(title)
+    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")
+    ax.grid(alpha=0.3)
     return _finish(fig, path)

@@ -33,6 +33,8 @@ class EpisodeRecord:
     """Fees paid on each day (0 on the first)."""
     traded_value: pd.Series
     """Value traded on each day."""
+    weights: pd.DataFrame | None = None
+    """Each stock's share of wealth at each close (columns: tickers); cash is the rest."""
 
     def metrics(self) -> dict:
         return performance_summary(self.wealth, traded_value=self.traded_value, fees=self.fees)
@@ -45,14 +47,19 @@ def run_policy(policy: Policy, market: MarketData, env_config: EnvConfig | None 
     env = VecStockTradingEnv(market, 1, config, device=device, dtype=dtype)
     obs, _ = env.reset()
     wealth, fees, traded = [config.initial_cash], [0.0], [0.0]
+    weights = [torch.zeros(market.num_stocks, dtype=dtype)]
+    per_stock = env.observation_dim // market.num_stocks  # observation: cash share, then one block per stock
     for _ in range(market.num_days - 1):
         obs, _, terminated, truncated, info = env.step(policy(obs))
         wealth.append(float(info["wealth"][0]))
         fees.append(float(info["fee"][0]))
         traded.append(float(info["traded_value"][0]))
+        # the stepped account's observation (before the reset at the end): each block starts with the weight
+        weights.append(info["final_obs"][0, 1:].reshape(market.num_stocks, per_stock)[:, 0].cpu())
     index = pd.DatetimeIndex(market.dates, name="date")
     return EpisodeRecord(pd.Series(wealth, index=index, name="wealth"), pd.Series(fees, index=index, name="fees"),
-                         pd.Series(traded, index=index, name="traded_value"))
+                         pd.Series(traded, index=index, name="traded_value"),
+                         pd.DataFrame(torch.stack(weights).numpy(), index=index, columns=list(market.tickers)))
 
 
 def agent_policy(agent) -> Policy:
@@ -78,6 +85,34 @@ def buy_and_hold_baseline(market: MarketData, env_config: EnvConfig | None = Non
         return first if calls[0] == 1 else torch.zeros_like(first)
 
     return run_policy(policy, market, config, **kwargs)
+
+
+def equal_shares_baseline(market: MarketData, env_config: EnvConfig | None = None, **kwargs) -> EpisodeRecord:
+    """Equal-*shares* buy-and-hold (FinRL's "equal weight"): the same number of shares of every
+    stock, as many as the cash buys, then no trades. It weights the portfolio by price, which is
+    what any near-uniform action does in the ``shares`` action mode (±1 = ``max_lots`` lots
+    whatever the price): a policy that matches it has learned the action scale, not the market."""
+    config = replace(env_config or EnvConfig(), action_mode="shares", max_lots=_BASELINE_MAX_LOTS)
+    shares = config.initial_cash / market.close[0].to(torch.float64).sum()
+    first = torch.full((1, market.num_stocks), float(shares) / (config.max_lots * LOT_SIZE), dtype=torch.float64)
+    calls = [0]
+
+    def policy(obs):
+        calls[0] += 1
+        return first if calls[0] == 1 else torch.zeros_like(first)
+
+    return run_policy(policy, market, config, **kwargs)
+
+
+def constant_action_baseline(market: MarketData, env_config: EnvConfig | None = None, **kwargs) -> EpisodeRecord:
+    """The same action every day, whatever the market: in the ``weights`` action mode target
+    weight 1/S in every stock (equal weight, rebalanced daily with full costs); in the ``shares``
+    mode +1 (buy ``max_lots`` lots of every stock each day until the cash runs out). What a policy
+    that ignores its observation earns."""
+    config = env_config or EnvConfig()
+    value = 1.0 / market.num_stocks if config.action_mode == "weights" else 1.0
+    action = torch.full((1, market.num_stocks), value, dtype=torch.float64)
+    return run_policy(lambda obs: action, market, config, **kwargs)
 
 
 def random_baseline(market: MarketData, env_config: EnvConfig | None = None, seed: int = 0, **kwargs) -> EpisodeRecord:
@@ -121,13 +156,21 @@ class BacktestResult:
 
 def backtest(policy: Policy | None, market: MarketData, env_config: EnvConfig | None = None, *,
              benchmark: pd.Series | None = None, name: str = "agent", random_seed: int | None = 0,
-             device="cpu") -> BacktestResult:
-    """The policy and the baselines on ``market`` (normally the untouched test split), full costs."""
+             device="cpu", others: dict[str, Policy] | None = None) -> BacktestResult:
+    """The policy and the baselines on ``market`` (normally the untouched test split), full costs.
+
+    Baselines: equal-money and equal-shares buy-and-hold, the constant action, random trading
+    (``random_seed``; None leaves it out), CSI 300 when ``benchmark`` covers the split, and any
+    ``others`` (name → policy, e.g. the untrained agent) through the same env."""
     env_config = env_config or EnvConfig()
     records = {}
     if policy is not None:
         records[name] = run_policy(policy, market, env_config, device=device)
+    for other, other_policy in (others or {}).items():
+        records[other] = run_policy(other_policy, market, env_config, device=device)
     records["equal_weight_buy_and_hold"] = buy_and_hold_baseline(market, env_config, device=device)
+    records["equal_shares_buy_and_hold"] = equal_shares_baseline(market, env_config, device=device)
+    records["constant_action"] = constant_action_baseline(market, env_config, device=device)
     if random_seed is not None:
         records["random"] = random_baseline(market, env_config, seed=random_seed, device=device)
     if benchmark is not None:

@@ -1,4 +1,4 @@
-"""Benchmarks: ``python -m finrl_tutorial bench env|train|scale|gpu|peers``, one JSON line per run.
+"""Benchmarks: ``python -m finrl_tutorial bench env|train|scale|gpu|peers|learn``, one JSON line per run.
 
 Speed is measured here, never in unit tests. Every record carries the machine and the date so a
 number can be traced to where it was measured.
@@ -48,17 +48,17 @@ def timed(step, seconds: float, min_calls: int = 3, sync=lambda: None) -> tuple[
 
 
 def add_arguments(parser) -> None:
-    from . import env, gpu, peers, scale, train
+    from . import env, gpu, learn, peers, scale, train
 
     kinds = parser.add_subparsers(dest="bench", required=True)
-    for module in (env, train, scale, gpu, peers):
+    for module in (env, train, scale, gpu, peers, learn):
         module.add_arguments(kinds)
 
 
 def run(args):
     """Yield the JSON records of the chosen benchmark."""
-    from . import env, gpu, peers, scale, train
+    from . import env, gpu, learn, peers, scale, train
 
     torch.set_num_threads(getattr(args, "threads", 1) or 1)
-    module = {"env": env, "train": train, "scale": scale, "gpu": gpu, "peers": peers}[args.bench]
+    module = {"env": env, "train": train, "scale": scale, "gpu": gpu, "peers": peers, "learn": learn}[args.bench]
     yield from module.run(args)

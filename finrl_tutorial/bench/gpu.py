@@ -68,7 +68,7 @@ def run(args):
     for num_envs in args.loop_envs:
         config = make_config("ppo", num_envs=num_envs, device=str(device))
         env = VecStockTradingEnv(market, num_envs, device=device, seed=0)
-        agent = ActorCritic(env.observation_dim, env.action_dim, config.hidden_sizes).to(device)
+        agent = ActorCritic.from_config(env.observation_dim, env.action_dim, config, env.config.action_mode).to(device)
         optimizer = torch.optim.Adam(agent.parameters(), lr=config.learning_rate, eps=1e-5, capturable=True)
         rollout = Rollout.empty(config.horizon_len, num_envs, env.observation_dim, env.action_dim, device)
         obs, _ = env.reset()

@@ -120,7 +120,7 @@ def _pool_env_steps_per_s(pool, config, rollouts: int) -> float:
     back), with a fresh policy, after one warm-up rollout."""
     from ..agents import ActorCritic
 
-    agent = ActorCritic(pool.observation_dim, pool.action_dim, config.hidden_sizes, config.init_log_std)
+    agent = ActorCritic.from_config(pool.observation_dim, pool.action_dim, config, pool.action_mode)
     pool.collect(agent)
     started = time.perf_counter()
     for _ in range(rollouts):

@@ -30,9 +30,11 @@ class EnvConfig:
     """Starting cash in yuan; every episode starts all in cash."""
     max_lots: int = 100
     """Largest trade per stock per day in the ``shares`` action mode, in lots of 100 shares."""
-    action_mode: str = "shares"
-    """``shares``: action ±1 trades up to ``max_lots`` lots (FinRL-style). ``weights``: the
-    positive part of the action, normalised to sum ≤ 1, is the target portfolio weight."""
+    action_mode: str = "weights"
+    """``weights`` (default): the positive part of the action, normalised to sum ≤ 1, is the target
+    portfolio weight of each stock (the rest stays in cash), whatever the prices. ``shares``:
+    action ±1 trades up to ``max_lots`` lots per stock (FinRL-style; ±1 is then worth more in an
+    expensive stock, so a near-uniform policy is weighted by price)."""
     horizon: int | None = 250
     """Episode length in trading days (truncation); None runs to the end of the data."""
     random_start: bool = True

@@ -39,6 +39,9 @@ def env_config_from_dict(values: dict) -> EnvConfig:
 def agent_config_from_dict(values: dict) -> PPOConfig:
     values = dict(values)
     algo = values.pop("algo", "ppo")
+    # checkpoints written before the stockwise network and the portfolio head existed
+    values.setdefault("network", "mlp")
+    values.setdefault("portfolio_head", False)
     known = {f.name for f in fields(PPOConfig)}
     return make_config(algo, **{k: v for k, v in values.items() if k in known})
 
@@ -77,6 +80,6 @@ def agent_from_checkpoint(state: dict, device="cpu") -> tuple[ActorCritic, PPOCo
     """Rebuild the agent (in eval mode) and the configs it was trained with."""
     config = agent_config_from_dict(state["config"])
     env_config = env_config_from_dict(state["env_config"])
-    agent = ActorCritic(state["obs_dim"], state["action_dim"], config.hidden_sizes, config.init_log_std)
+    agent = ActorCritic.from_config(state["obs_dim"], state["action_dim"], config, env_config.action_mode)
     agent.load_state_dict(state["model"])
     return agent.to(device).eval(), config, env_config

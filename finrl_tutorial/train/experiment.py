@@ -10,13 +10,15 @@ from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
+import torch
 
-from ..agents import PPOConfig
+from ..agents import ActorCritic, PPOConfig
 from ..atomic import atomic_open
+from ..backtest.metrics import sharpe_difference_ci
 from ..backtest.runner import TABLE_COLUMNS, agent_policy, backtest
 from ..bench import machine
 from ..data.clean import PreparedMarket
-from ..envs import EnvConfig
+from ..envs import EnvConfig, observation_size
 from .checkpoint import config_to_dict
 from .trainer import train
 
@@ -25,6 +27,14 @@ def write_json(obj, path: Path) -> None:
     """Write JSON atomically (temp file + rename); NaN/inf are refused, not written."""
     with atomic_open(path) as stream:
         json.dump(obj, stream, indent=2, allow_nan=False)
+
+
+def initial_agent(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig) -> ActorCritic:
+    """The agent as `train` starts it for ``config.seed``: the untrained baseline."""
+    torch.manual_seed(config.seed)
+    data = market.train
+    return ActorCritic.from_config(observation_size(data.num_stocks, data.num_features), data.num_stocks, config,
+                                   env_config.action_mode).eval()
 
 
 def _mean_std(per_seed: list[dict]) -> tuple[dict, dict]:
@@ -39,11 +49,12 @@ def run_experiment(market: PreparedMarket, config: PPOConfig, env_config: EnvCon
                    progress: bool = True, worker_pool_factory=None, distributed=None) -> dict:
     """Train ``seeds`` runs (seed, seed+1, …) and backtest each on ``market.test``.
 
-    Writes to ``out_dir``: ``report.json``, ``config.json``, ``learning_curve.png``,
-    ``equity.png``, ``checkpoints/best.pt`` (the seed with the best *validation* Sharpe — the
+    Writes to ``out_dir``: ``report.json`` (with the bootstrap interval of the agent's Sharpe
+    minus buy-and-hold's, ``sharpe_vs_buy_and_hold``), ``config.json``, ``learning_curve.png``,
+    ``equity.png``, ``weights.png``, ``checkpoints/best.pt`` (the seed with the best *validation* Sharpe — the
     test split never chooses anything), and one ``seed_<k>/`` folder per seed when ``seeds > 1``.
     """
-    from ..backtest.plots import plot_band, plot_equity
+    from ..backtest.plots import plot_band, plot_equity, plot_weights
 
     env_config = env_config or EnvConfig()
     out_dir = Path(out_dir)
@@ -61,14 +72,20 @@ def run_experiment(market: PreparedMarket, config: PPOConfig, env_config: EnvCon
                 pool.close()
         results.append(result)
         if is_main:
-            backtests.append(backtest(agent_policy(result.agent), market.test, env_config,
-                                      benchmark=market.benchmark, random_seed=seed))
+            untrained = initial_agent(market, replace(config, seed=seed), env_config)
+            backtests.append(backtest(agent_policy(result.agent), market.test, env_config, benchmark=market.benchmark,
+                                      random_seed=seed, others={"untrained_agent": agent_policy(untrained)}))
     if not is_main:
         return {}
 
     agent_metrics = [bt.metrics["agent"] for bt in backtests]
     mean, std = _mean_std(agent_metrics)
-    baselines = {name: metrics for name, metrics in backtests[0].metrics.items() if name != "agent"}
+    baselines = {name: metrics for name, metrics in backtests[0].metrics.items()
+                 if name not in ("agent", "untrained_agent")}
+    # the untrained policy differs by seed: its mean over the seeds, like the agent's
+    baselines = {"untrained_agent": _mean_std([bt.metrics["untrained_agent"] for bt in backtests])[0]} | baselines
+    reference = backtests[0].records["equal_weight_buy_and_hold"].wealth
+    versus = sharpe_difference_ci([bt.records["agent"].wealth for bt in backtests], reference)
     best = max(range(seeds), key=lambda i: results[i].best_valid_sharpe)
     if seeds > 1:
         source = out_dir / f"seed_{seed_list[best]}" / "checkpoints" / "best.pt"
@@ -80,7 +97,10 @@ def run_experiment(market: PreparedMarket, config: PPOConfig, env_config: EnvCon
         plot_band(curves, x="env_steps", path=out_dir / "learning_curve.png", ylabel="validation Sharpe")
 
     curves = {f"agent (seed {s})": bt.records["agent"].wealth for s, bt in zip(seed_list, backtests)}
-    curves |= {name: record.wealth for name, record in backtests[0].records.items() if name != "agent"}
+    curves |= {name: record.wealth for name, record in backtests[0].records.items()
+               if name not in ("agent", "untrained_agent")}
+    plot_weights(backtests[best].records["agent"].weights, path=out_dir / "weights.png",
+                 title=f"What the agent holds on the test split (seed {seed_list[best]}, best on validation)")
     plot_equity(curves, path=out_dir / "equity.png", title=f"Test split {market.test.first_date}..{market.test.last_date}")
 
     env_steps = sum(r.env_steps for r in results)
@@ -99,6 +119,8 @@ def run_experiment(market: PreparedMarket, config: PPOConfig, env_config: EnvCon
         "valid_sharpe_per_seed": {str(s): r.best_valid_sharpe if math.isfinite(r.best_valid_sharpe) else None
                                   for s, r in zip(seed_list, results)},
         "baselines": baselines,
+        # mean over seeds of Sharpe(agent) − Sharpe(equal-weight buy-and-hold), paired block bootstrap
+        "sharpe_vs_buy_and_hold": versus,
         "seeds": seed_list,
         "best_seed": seed_list[best],
         "env_steps": env_steps,

@@ -12,6 +12,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 import torch
@@ -93,13 +94,16 @@ def _account_state(env: VecStockTradingEnv) -> dict:
 
 def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | None = None, *,
           out_dir: str | Path | None = None, eval_every: int = 5, progress: bool = True,
-          resume: str | Path | None = None, distributed=None, worker_pool=None) -> TrainResult:
+          resume: str | Path | None = None, distributed=None, worker_pool=None,
+          on_evaluation: Callable[[dict], None] | None = None) -> TrainResult:
     """Train ``config.algo`` on ``market.train``; select the best checkpoint on ``market.valid``.
 
     ``resume``: a ``last.pt`` to continue from (same curve as an uninterrupted run on CPU).
     ``distributed`` (a `finrl_tutorial.train.distributed.DistributedContext`) and ``worker_pool``
     (a `finrl_tutorial.train.workers.WorkerPool`) switch on the scale-out paths (book chapters 4 and 5);
-    without them this is one process with one batched env.
+    without them this is one process with one batched env. ``on_evaluation`` is called after each
+    validation with ``{"iteration", "env_steps", "metrics", "agent", "is_best"}`` (the learning
+    benchmark uses it to follow every candidate checkpoint).
     """
     env_config = env_config or EnvConfig()
     rank = distributed.rank if distributed else 0
@@ -120,7 +124,7 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
             start_window = shard_start_windows(market.train.num_days, world_size)[rank]
         env = VecStockTradingEnv(market.train, config.num_envs, env_config, device=device, seed=seed,
                                  start_window=start_window)
-    agent = ActorCritic(env.observation_dim, env.action_dim, config.hidden_sizes, config.init_log_std).to(device)
+    agent = ActorCritic.from_config(env.observation_dim, env.action_dim, config, env_config.action_mode).to(device)
     torch.manual_seed(seed)
     learner = distributed.wrap(agent) if distributed else agent
     optimizer = make_optimizer(agent, config)
@@ -204,6 +208,9 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
                 best_weights = {k: v.detach().clone() for k, v in agent.state_dict().items()}
                 if checkpoint_dir:
                     atomic_save(checkpoint(iteration + 1), checkpoint_dir / "best.pt")
+            if on_evaluation is not None:
+                on_evaluation({"iteration": iteration, "env_steps": env_steps, "metrics": metrics, "agent": agent,
+                               "is_best": metrics["sharpe_ratio"] >= best_sharpe})
             if checkpoint_dir:
                 last_saved = atomic_save(checkpoint(iteration + 1), checkpoint_dir / "last.pt")
         if is_main:

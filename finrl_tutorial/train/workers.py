@@ -206,14 +206,15 @@ class WorkerPool:
         self.windows = shard_start_windows(market.num_days, num_workers, start_window)
         self.observation_dim = observation_size(market.num_stocks, market.num_features)
         self.action_dim = market.num_stocks
+        self.action_mode = env_config.action_mode
         self._closed = False
         self._processes: list = []
         self._conns: list = []
 
         market = market.to("cpu", torch.float32)
         # The policy the workers act with, in shared memory: the learner copies its weights in.
-        self._policy = ActorCritic(self.observation_dim, self.action_dim, config.hidden_sizes,
-                                   config.init_log_std).share_memory()
+        self._policy = ActorCritic.from_config(self.observation_dim, self.action_dim, config,
+                                               env_config.action_mode).share_memory()
         shapes = {"obs": (self.observation_dim,), "actions": (self.action_dim,)}
         self._buffers = {name: torch.zeros(self.horizon_len, self.num_envs, *shapes.get(name, ())).share_memory_()
                          for name in _ROLLOUT_FIELDS}
