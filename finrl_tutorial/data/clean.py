@@ -28,6 +28,7 @@ SSE15_SPLITS = {
 FEATURE_CLIP = 5.0
 """Normalised features are clipped to ±5 standard deviations."""
 
+_MIN_MARKET_STOCKS = 3  # other stocks needed to estimate a day's market move (else the open is used)
 _RATIO_TOLERANCE = 1e-4  # provider pre_close equals the last close up to rounding on ordinary days
 
 
@@ -84,7 +85,7 @@ def _explicit_actions(group: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Ser
     return cash, shares, (cash > 0) | (shares > 0)
 
 
-def _reference_close(group: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+def _reference_close(group: pd.DataFrame, listing_day=None) -> tuple[pd.Series, pd.Series]:
     """Per ticker: the ex-rights reference previous close, and whether an action was *detected*.
 
     Exact when the bars carry ``pre_close`` (tushare, baostock), ``adj_factor`` (tushare,
@@ -93,7 +94,8 @@ def _reference_close(group: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     marks an ex-rights day; its reference is left NaN here and estimated across the market by
     :func:`_market_references`. Small dividends inside the limit cannot be told apart from market
     moves without a provider field. A provider's ``pre_close`` on a ticker's first bar is kept
-    (the day has limits); without it the first bar has no previous close.
+    (the day has limits); without it the first bar has no previous close. ``listing_day`` marks
+    the bars that a new listing's own rules govern (no detection there: no ordinary limit).
     """
     previous = group["close"].shift(1)
     detected = pd.Series(False, index=group.index)
@@ -112,6 +114,8 @@ def _reference_close(group: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
         up, down = rules.limit_prices(previous.to_numpy(), rate)
         half_tick = rules.TICK / 2
         beyond = (group["close"].to_numpy() < down - half_tick) | (group["close"].to_numpy() > up + half_tick)
+        if listing_day is not None:
+            beyond &= ~listing_day
         detected = pd.Series(beyond & previous.notna().to_numpy(), index=group.index)
         reference = previous.where(~detected)
     reference = reference.copy()
@@ -126,11 +130,13 @@ def _market_references(bars: pd.DataFrame, reference: pd.Series, detected: pd.Se
     The ex-day's reference is estimated as close / (1 + m), where m is the median close-to-close
     move (against their own references) of the other stocks that traded that day without an
     action: the holder's ex-day change is then the market's, and only the stock's own move
-    relative to the market (its idiosyncratic part) remains as error. With no other stock that
-    day the ex-day's open stands in (the opening gap is then taken as the action).
+    relative to the market (its idiosyncratic part) remains as error. With fewer than
+    `_MIN_MARKET_STOCKS` other stocks that day the ex-day's open stands in (the opening gap is
+    then taken as the action).
     """
     move = (bars["close"] / reference - 1.0).where(~detected & reference.notna())
-    market_move = move.groupby(bars["date"]).median()
+    by_date = move.groupby(bars["date"])
+    market_move = by_date.median().where(by_date.count() >= _MIN_MARKET_STOCKS)
     m = bars["date"].map(market_move)
     estimate = (bars["close"] / (1.0 + m)).where(m.notna(), bars["open"])
     return reference.where(~detected, estimate)
@@ -170,15 +176,25 @@ def _listing_facts(listings) -> dict[str, tuple[pd.Timestamp, float | None]]:
 
 def _per_ticker_rows(bars: pd.DataFrame, listings=None) -> pd.DataFrame:
     """Add reference close, share ratio, cash dividend, limits and adjusted prices per ticker."""
+    facts = _listing_facts(listings)
+
+    def listing_rules(tic, group):
+        if tic not in facts:
+            return None
+        list_date, issue_price = facts[tic]
+        return rules.listing_limits(tic, group["date"], _listing_day(group["date"], list_date), list_date,
+                                    issue_price)
+
     references, flags = [], []
-    for _, group in bars.groupby("tic", sort=True):
-        reference, detected = _reference_close(group.sort_values("date"))
+    for tic, group in bars.groupby("tic", sort=True):
+        group = group.sort_values("date")
+        listing = listing_rules(tic, group)
+        reference, detected = _reference_close(group, None if listing is None else ~np.isnan(listing[0]))
         references.append(reference)
         flags.append(detected)
     reference_all = pd.concat(references).reindex(bars.index)
     detected_all = pd.concat(flags).reindex(bars.index).astype(bool)
     reference_all = _market_references(bars, reference_all, detected_all)
-    facts = _listing_facts(listings)
 
     pieces = []
     for tic, group in bars.groupby("tic", sort=True):
@@ -208,10 +224,9 @@ def _per_ticker_rows(bars: pd.DataFrame, listings=None) -> pd.DataFrame:
         # A detected ex-day's reference is an estimate: the day's own trading range was legal.
         computed_up = np.where(detected, np.maximum(computed_up, group["high"].to_numpy()), computed_up)
         computed_down = np.where(detected, np.minimum(computed_down, group["low"].to_numpy()), computed_down)
-        if tic in facts:
-            list_date, issue_price = facts[tic]
-            day = _listing_day(group["date"], list_date)
-            listing_up, listing_down = rules.listing_limits(tic, group["date"], day, list_date, issue_price)
+        listing = listing_rules(tic, group)
+        if listing is not None:
+            listing_up, listing_down = listing
             computed_up = np.where(np.isnan(listing_up), computed_up, listing_up)
             computed_down = np.where(np.isnan(listing_down), computed_down, listing_down)
         group["up_limit_"] = group["up_limit"].fillna(pd.Series(computed_up, index=group.index)) \
