@@ -33,6 +33,8 @@ class EpisodeRecord:
     """Fees paid on each day (0 on the first)."""
     traded_value: pd.Series
     """Value traded on each day."""
+    dividends: pd.Series | None = None
+    """Cash dividends received on each day (pre-tax; None for an index)."""
 
     def metrics(self) -> dict:
         return performance_summary(self.wealth, traded_value=self.traded_value, fees=self.fees)
@@ -44,15 +46,17 @@ def run_policy(policy: Policy, market: MarketData, env_config: EnvConfig | None 
     config = replace(env_config or EnvConfig(), random_start=False, horizon=None, ruin_fraction=0.0)
     env = VecStockTradingEnv(market, 1, config, device=device, dtype=dtype)
     obs, _ = env.reset()
-    wealth, fees, traded = [config.initial_cash], [0.0], [0.0]
+    wealth, fees, traded, dividends = [config.initial_cash], [0.0], [0.0], [0.0]
     for _ in range(market.num_days - 1):
         obs, _, terminated, truncated, info = env.step(policy(obs))
         wealth.append(float(info["wealth"][0]))
         fees.append(float(info["fee"][0]))
         traded.append(float(info["traded_value"][0]))
+        dividends.append(float(info["dividend"][0]))
     index = pd.DatetimeIndex(market.dates, name="date")
     return EpisodeRecord(pd.Series(wealth, index=index, name="wealth"), pd.Series(fees, index=index, name="fees"),
-                         pd.Series(traded, index=index, name="traded_value"))
+                         pd.Series(traded, index=index, name="traded_value"),
+                         pd.Series(dividends, index=index, name="dividends"))
 
 
 def agent_policy(agent) -> Policy:
