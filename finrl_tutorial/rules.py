@@ -386,9 +386,12 @@ def apply_corporate_action(cash, holdings, ratio, reference_price, dividend=None
     reference price. Wealth is unchanged at the reference: ``ratio × reference + dividend`` is
     the previous close.
 
-    Not modelled: the dividend tax on individuals (财税〔2015〕101号: 20 % for holdings of up to
-    one month, 10 % up to one year, none beyond, settled when the shares are sold) -- the env pays
-    the pre-tax amount, which overpays a holder of under a year by at most 20 % of the dividend.
+    Not modelled: the dividend tax on individuals, which depends on each lot's holding period
+    and is settled when the shares are sold (the env keeps no per-lot purchase dates). From
+    2015-09-08 (财税〔2015〕101号, MoF/SAT/CSRC 2015-09-07; Reuters 2015-09-07): 20 % for shares held
+    up to one month, 10 % for one month to one year, none beyond; from 2013-01-01 to 2015-09-07
+    (财税〔2012〕85号): 20 % / 10 % / 5 %. The env pays the pre-tax amount, which overpays a holder of
+    under a year by at most 20 % of the dividend (and nothing for a holder of over a year).
     """
     if dividend is not None:
         cash = cash + (holdings * dividend).sum(-1)
