@@ -259,8 +259,9 @@ class FeeSchedule:
     stamp_duty: tuple = (("1900-01-01", 0.002), ("2005-01-24", 0.001), ("2007-05-30", 0.003),
                          ("2008-04-24", 0.001), ("2023-08-28", 0.0005))
     """Stamp duty on the *seller*: 0.1 % from 2005-01-24 (MoF/SAT, Xinhua 2005-01-24: cut from
-    0.2 %), 0.3 % from 2007-05-30 (MoF/SAT circular of 2007-05-30), 0.1 % from 2008-04-24,
-    0.05 % from 2023-08-28 (MoF/SAT announcement 2023 No. 39). Before 2005-01-24 the 0.2 % the
+    0.2 %), 0.3 % from 2007-05-30 (MoF/SAT circular of 2007-05-30; China Daily 2007-05-30), 0.1 %
+    from 2008-04-24 (cut by two thirds "last April", China Briefing 2008-09-19), 0.05 % from
+    2023-08-28 (MoF/SAT announcement 2023 No. 39). Before 2005-01-24 the 0.2 % the
     2005 cut started from stands in for every earlier date (earlier rates are not modelled)."""
     stamp_duty_buy: tuple = (("1900-01-01", 0.002), ("2005-01-24", 0.001), ("2007-05-30", 0.003),
                              ("2008-04-24", 0.001), ("2008-09-19", 0.0))

@@ -482,9 +482,14 @@ def test_first_bar_keeps_a_provider_pre_close(synthetic_bars):
     bars.loc[first, "pre_close"] = 10.00
     market = prepare_market(bars, indicators=()).full
     col = _col(market, "600000.SH")
-    assert float(market.up_limit[0, col]) == pytest.approx(11.00) and float(market.down_limit[0, col]) == pytest.approx(9.00)
+    assert float(market.up_limit[0, col]) == pytest.approx(11.00)
+    assert float(market.down_limit[0, col]) == pytest.approx(9.00)
     other = _col(market, "600036.SH")  # no pre_close on its first bar: no limit that day
     assert torch.isinf(market.up_limit[0, other])
+    # an IPO day seen without its listing date (pre_close = the issue price): its own range stays legal
+    bars.loc[first, ["open", "high", "low", "close"]] = [12.00, 14.40, 11.80, 14.40]
+    market = prepare_market(bars, indicators=()).full
+    assert float(market.up_limit[0, col]) == pytest.approx(14.40) and float(market.down_limit[0, col]) == 9.00
 
 
 def test_volume_reaches_the_market(sse15, sse15_bars):

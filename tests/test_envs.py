@@ -166,6 +166,11 @@ def test_config_validation():
         EnvConfig(horizon=0)
     with pytest.raises(ValueError):
         EnvConfig(initial_cash=0)
+    for bad in (dict(slippage=-0.001), dict(slippage=0.5), dict(impact=-1.0), dict(max_participation=0.0),
+                dict(max_participation=float("nan"))):
+        with pytest.raises(ValueError):
+            EnvConfig(**bad)
+    EnvConfig(slippage=0.0, max_participation=float("inf"))  # costs of size switched off
 
 
 # --- equivalence of the three envs ----------------------------------------------------------------

@@ -221,9 +221,11 @@ def _per_ticker_rows(bars: pd.DataFrame, listings=None) -> pd.DataFrame:
         no_limit = reference.isna().to_numpy()  # no previous close: first listed day, or unknown
         computed_up = np.where(no_limit, np.inf, up)
         computed_down = np.where(no_limit, 0.0, down)
-        # A detected ex-day's reference is an estimate: the day's own trading range was legal.
-        computed_up = np.where(detected, np.maximum(computed_up, group["high"].to_numpy()), computed_up)
-        computed_down = np.where(detected, np.minimum(computed_down, group["low"].to_numpy()), computed_down)
+        # A detected ex-day's reference is an estimate, and a first bar's provider pre_close may be
+        # an IPO's issue price (a listing day with its own band): the day's own trading range was legal.
+        widen = detected.to_numpy() | (np.arange(len(group)) == 0)
+        computed_up = np.where(widen, np.maximum(computed_up, group["high"].to_numpy()), computed_up)
+        computed_down = np.where(widen, np.minimum(computed_down, group["low"].to_numpy()), computed_down)
         listing = listing_rules(tic, group)
         if listing is not None:
             listing_up, listing_down = listing
@@ -394,7 +396,8 @@ def prepare_market(bars: pd.DataFrame, *, splits: dict | None = None, indicators
         dates=dates.values.astype("datetime64[D]"), tickers=list(tickers), feature_names=feature_names,
         open=as_tensor(dense_or_close("open")), high=as_tensor(dense_or_close("high")),
         low=as_tensor(dense_or_close("low")), close=as_tensor(close), volume=as_tensor(volume),
-        pre_close=as_tensor(reference), split_ratio=as_tensor(ratio), dividend=as_tensor(dividend), up_limit=as_tensor(np.where(np.isnan(up), np.inf, up)),
+        pre_close=as_tensor(reference), split_ratio=as_tensor(ratio), dividend=as_tensor(dividend),
+        up_limit=as_tensor(np.where(np.isnan(up), np.inf, up)),
         down_limit=as_tensor(np.where(np.isnan(down), 0.0, down)), tradable=torch.as_tensor(traded),
         features=as_tensor(features), source=source, info=info,
     )

@@ -561,7 +561,9 @@ def _baostock_dividends(raw: pd.DataFrame, tic: str) -> pd.DataFrame:
         return _actions_frame([], [], [])
     if "dividOperateDate" not in raw:
         raise DataError(f"baostock query_dividend_data for {tic}: response lacks column dividOperateDate")
-    numeric = lambda c: pd.to_numeric(raw.get(c, pd.Series(0.0, index=raw.index)), errors="coerce").fillna(0.0)  # noqa: E731
+    def numeric(column):
+        return pd.to_numeric(raw.get(column, pd.Series(0.0, index=raw.index)), errors="coerce").fillna(0.0)
+
     return _actions_frame(raw["dividOperateDate"], numeric("dividCashPsBeforeTax"),
                           numeric("dividStocksPs") + numeric("dividReserveToStockPs"))
 

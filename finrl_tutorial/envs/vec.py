@@ -17,9 +17,9 @@ class VecStockTradingEnv:
     ``SAME_STEP`` autoreset): the returned ``obs`` is the new episode's first observation and
     ``info["final_obs"]`` holds the observation the finished episode ended on (rows of envs that
     did not finish hold their ordinary next observation). ``info`` also has ``wealth`` (before
-    any reset), ``fee``, ``traded_value`` and ``dividend`` (cash dividends received) per env. The step keeps static shapes and never
-    synchronises with the host, so it can be captured in a CUDA graph or compiled with
-    ``torch.compile(fullgraph=True)``.
+    any reset), ``fee``, ``traded_value`` and ``dividend`` (cash dividends received) per env. The
+    step keeps static shapes and never synchronises with the host, so it can be captured in a
+    CUDA graph or compiled with ``torch.compile(fullgraph=True)``.
     """
 
     def __init__(self, market: MarketData, num_envs: int, config: EnvConfig | None = None, *,
