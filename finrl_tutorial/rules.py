@@ -160,8 +160,8 @@ def listing_limits(ticker: str, dates, day_of_listing, list_date, issue_price=No
     ``dates``. Registration-system listings (see :func:`registration_listing`) have no limit on
     days 1..5; Beijing listings none on day 1; approval-system listings from 2014-01-01 are capped
     on day 1 at issue price × (1 + 44 %) and × (1 − 36 %) (`FIRST_DAY_CAP`), or unlimited when
-    the issue price is unknown (and before 2014). Returns ``(up, down)``: ``inf``/``0`` for no
-    limit, NaN for "ordinary limit".
+    the issue price is unknown (and for listings before 2014, whose first-day rules are not
+    modelled). Returns ``(up, down)``: ``inf``/``0`` for no limit, NaN for "ordinary limit".
     """
     dates = pd.DatetimeIndex(dates)
     day = np.asarray(day_of_listing, dtype=float)
