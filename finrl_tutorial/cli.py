@@ -48,7 +48,8 @@ def cmd_data(args) -> int:
     actions = summary["corporate_actions"]
     print(f"corporate actions: {len(actions)}")
     for action in actions:
-        print(f"  {action['tic']} {action['date']}  holdings x{action['ratio']:.4f}  ({action['how']})")
+        cash = f" + ¥{action['dividend']:.4f}/share" if action.get("dividend") else ""
+        print(f"  {action['tic']} {action['date']}  holdings x{action['ratio']:.4f}{cash}  ({action['how']})")
     print("splits:        " + ", ".join(f"{name} {s['start']}..{s['end']} ({s['days']} days)"
                                         for name, s in summary["splits"].items()))
     print(f"features ({len(summary['features'])}): {' '.join(summary['features'])}")

@@ -45,11 +45,13 @@ def test_data_summarises_the_sample_and_saves_a_csv(capsys, tmp_path):
     assert "trading days:  1221  (2015-01-05 .. 2020-01-03)" in out
     assert "suspended stock-days: 355" in out and "600050.SH 95" in out
     assert "corporate actions: 12" in out
-    assert "600276.SH 2015-06-15  holdings x1.2963  (detected)" in out
+    # the detected reference is the close net of the day's market move (was x1.2963 from the open)
+    assert "600276.SH 2015-06-15  holdings x1.3207  (detected)" in out
     assert "train 2015-01-05..2017-12-29 (732 days)" in out
     saved = pd.read_csv(out_csv)
     assert len(saved) == 1221 * 15
-    assert {"date", "tic", "open", "close", "tradable", "split_ratio", "feature_macd", "feature_return_1d"} <= \
+    assert {"date", "tic", "open", "close", "volume", "tradable", "split_ratio", "dividend", "feature_macd",
+            "feature_return_1d"} <= \
         set(saved.columns)
     assert saved["tic"].nunique() == 15
 

@@ -238,7 +238,7 @@ def test_pre_close_marks_a_bonus_issue(synthetic_bars):
     bars.loc[a, "pre_close"] = prev_close / 2
     market = prepare_market(bars, indicators=()).full
     assert market.info["corporate_actions"] == [
-        {"tic": "600000.SH", "date": ex_date, "ratio": 2.0, "how": "provider"}]
+        {"tic": "600000.SH", "date": ex_date, "ratio": 2.0, "dividend": 0.0, "how": "provider"}]
     day, col = _day(market, ex_date), _col(market, "600000.SH")
     assert float(market.split_ratio[day, col]) == pytest.approx(2.0)
     assert float(market.pre_close[day, col]) == pytest.approx(prev_close / 2)
@@ -255,7 +255,7 @@ def test_adj_factor_marks_a_bonus_issue(synthetic_bars):
                                                                    >= pd.Timestamp(ex_date)), 2.0, 1.0)
     market = prepare_market(bars, indicators=()).full
     assert market.info["corporate_actions"] == [
-        {"tic": "600000.SH", "date": ex_date, "ratio": 2.0, "how": "provider"}]
+        {"tic": "600000.SH", "date": ex_date, "ratio": 2.0, "dividend": 0.0, "how": "provider"}]
     assert float(market.split_ratio[_day(market, ex_date), _col(market, "600000.SH")]) == pytest.approx(2.0)
 
 
@@ -407,3 +407,94 @@ def test_market_slice_between_select(sse15):
         full.slice_days(0, full.num_days + 1)
     with pytest.raises(ValueError, match="fewer than 2 trading days"):
         full.between("2030-01-01", "2030-12-31")
+
+
+# --- dividends, listings and the first bar ---------------------------------------------------------
+
+def _with_pre_close(bars):
+    bars = bars.copy()
+    bars["pre_close"] = bars.groupby("tic")["close"].shift(1)
+    return bars
+
+
+def test_pre_close_marks_a_cash_dividend(synthetic_bars):
+    """A ¥0.30 dividend inside the limit: only the provider's pre_close reveals it; it is paid as cash."""
+    bars = _with_pre_close(synthetic_bars(days=30, seed=4))
+    rows = bars.index[bars["tic"] == "600000.SH"]
+    ex = rows[12]
+    prev_close = float(bars.loc[rows[11], "close"])
+    bars.loc[ex, "pre_close"] = round(prev_close - 0.30, 2)
+    market = prepare_market(bars, indicators=()).full
+    date = str(pd.Timestamp(bars.loc[ex, "date"]).date())
+    assert market.info["corporate_actions"] == [
+        {"tic": "600000.SH", "date": date, "ratio": 1.0, "dividend": pytest.approx(0.30, abs=1e-9), "how": "provider"}]
+    day, col = _day(market, date), _col(market, "600000.SH")
+    assert float(market.split_ratio[day, col]) == 1.0
+    assert float(market.dividend[day, col]) == pytest.approx(0.30, abs=1e-9)
+    assert int((market.dividend > 0).sum()) == 1
+
+
+def test_announced_dividend_columns_are_exact(synthetic_bars):
+    """10送3派5 announced on the ex-day row: ratio 1.3, ¥0.50 cash, reference (prev − 0.5) / 1.3."""
+    bars = synthetic_bars(days=30, seed=5)
+    rows = bars.index[bars["tic"] == "600000.SH"]
+    ex = rows[10]
+    for column in ("open", "high", "low", "close"):
+        bars.loc[rows[10:], column] = np.round(bars.loc[rows[10:], column] / 1.3, 2)
+    bars["cash_dividend"] = np.nan
+    bars["bonus_shares"] = np.nan
+    bars.loc[ex, ["cash_dividend", "bonus_shares"]] = [0.5, 0.3]
+    market = prepare_market(bars, indicators=()).full
+    assert "cash_dividend" not in market.feature_names and "bonus_shares" not in market.feature_names
+    date = str(pd.Timestamp(bars.loc[ex, "date"]).date())
+    day, col = _day(market, date), _col(market, "600000.SH")
+    prev = float(bars.loc[rows[9], "close"])
+    assert float(market.split_ratio[day, col]) == pytest.approx(1.3)
+    assert float(market.dividend[day, col]) == pytest.approx(0.5)
+    assert float(market.pre_close[day, col]) == pytest.approx(np.floor((prev - 0.5) / 1.3 * 100 + 0.5) / 100)
+    (action,) = market.info["corporate_actions"]
+    assert (action["how"], action["ratio"], action["dividend"]) == ("provider", 1.3, 0.5)
+
+
+def test_new_star_listing_days_two_to_five_have_no_limit(synthetic_bars):
+    """A STAR IPO rising 35 % on day 2: no corporate action, no limit until day 6."""
+    bars = synthetic_bars(tickers=("688001.SH", "600000.SH", "600036.SH", "601398.SH"), days=20, seed=6)
+    rows = bars.index[bars["tic"] == "688001.SH"]
+    for column in ("open", "high", "low", "close"):
+        bars.loc[rows[1:], column] = np.round(bars.loc[rows[1:], column] * 1.35, 2)
+    listing = pd.DataFrame({"tic": ["688001.SH"], "list_date": [bars.loc[rows[0], "date"]]})
+    market = prepare_market(bars, indicators=(), listings=listing).full
+    col = _col(market, "688001.SH")
+    assert market.info["corporate_actions"] == []
+    assert float(market.split_ratio[:, col].prod()) == 1.0
+    assert torch.isinf(market.up_limit[:5, col]).all() and (market.down_limit[:5, col] == 0).all()
+    assert torch.isfinite(market.up_limit[5:, col]).all()
+    assert float(market.up_limit[5, col]) == pytest.approx(
+        np.floor(float(market.close[4, col]) * 1.2 * 100 + 0.5) / 100)
+    # without the listing date the +35 % day is read as a corporate action
+    unlisted = prepare_market(bars, indicators=()).full
+    assert [a["tic"] for a in unlisted.info["corporate_actions"]] == ["688001.SH"]
+
+
+def test_first_bar_keeps_a_provider_pre_close(synthetic_bars):
+    bars = _with_pre_close(synthetic_bars(days=20, seed=7))
+    first = bars.index[(bars["tic"] == "600000.SH")][0]
+    bars.loc[first, "pre_close"] = 10.00
+    market = prepare_market(bars, indicators=()).full
+    col = _col(market, "600000.SH")
+    assert float(market.up_limit[0, col]) == pytest.approx(11.00)
+    assert float(market.down_limit[0, col]) == pytest.approx(9.00)
+    other = _col(market, "600036.SH")  # no pre_close on its first bar: no limit that day
+    assert torch.isinf(market.up_limit[0, other])
+    # an IPO day seen without its listing date (pre_close = the issue price): its own range stays legal
+    bars.loc[first, ["open", "high", "low", "close"]] = [12.00, 14.40, 11.80, 14.40]
+    market = prepare_market(bars, indicators=()).full
+    assert float(market.up_limit[0, col]) == pytest.approx(14.40) and float(market.down_limit[0, col]) == 9.00
+
+
+def test_volume_reaches_the_market(sse15, sse15_bars):
+    full = sse15.full
+    row = sse15_bars[(sse15_bars["tic"] == "600000.SH") & (sse15_bars["date"] == "2015-01-05")]
+    assert float(full.volume[0, _col(full, "600000.SH")]) == float(row["volume"].iloc[0])
+    assert (full.volume[~full.tradable] == 0).all() and (full.volume[full.tradable] > 0).all()
+    assert (full.dividend == 0).all()  # the sample has no pre_close: small dividends are invisible

@@ -51,19 +51,26 @@ class Invariants:
         if cfg.execution == "open":
             fill = nxt
             base = torch.floor(prev.holdings * ratio + 1e-6)
-            ca_cash = ((prev.holdings * ratio - base).clamp(min=0) * ref).sum(-1)
+            ca_cash = ((prev.holdings * ratio - base).clamp(min=0) * ref).sum(-1) \
+                + (prev.holdings * a.dividend[nxt]).sum(-1)
             exact = torch.ones_like(prev.cash, dtype=torch.bool)
             known = torch.ones_like(prev.holdings, dtype=torch.bool)
         else:  # close: orders fill before the corporate action of the next day
             fill = prev.day
             base = prev.holdings
             ca_cash = torch.zeros_like(prev.cash)
-            known = ratio == 1.0  # trades on a stock with an action that night are not separable
+            known = (ratio == 1.0) & (a.dividend[nxt] == 0)  # trades on a stock with an action that night
+            # are not separable from it
             exact = known.all(-1)
         price = a.open[fill] if cfg.execution == "open" else a.close[fill]
         tradable = a.tradable[fill]
         can_buy = tradable & (price < a.up_limit[fill] - HALF_TICK)
         can_sell = tradable & (price > a.down_limit[fill] + HALF_TICK)
+        # fills pay the fixed slippage against the trader, never beyond the day's limits
+        assert cfg.impact == 0.0, "the checker models the fixed slippage only"
+        buy_price = torch.minimum(price * (1 + cfg.slippage), a.up_limit[fill])
+        sell_price = torch.maximum(price * (1 - cfg.slippage), a.down_limit[fill])
+        cap = torch.floor(a.volume[fill] * cfg.max_participation)
         n = valid.sum()
 
         # every step: reward is the change in wealth, wealth >= 0
@@ -99,9 +106,11 @@ class Invariants:
         orders_known = ((delta != 0) & known_v).sum(-1)
         assert (fee[v] >= cfg.fees.min_commission * orders_known - 1e-9).all(), "an order paid < the minimum fee"
         assert (fee[v][orders == 0] == 0).all() and (traded[v][orders == 0] == 0).all()
-        traded_value = (delta.abs() * price[v]).sum(-1)
+        assert (delta.abs()[known_v] <= cap[v][known_v]).all(), "filled more than the participation cap"
+        paid = delta.clamp(min=0) * buy_price[v] + delta.clamp(max=0) * sell_price[v]  # signed cash flow
+        traded_value = paid.abs().sum(-1)
         torch.testing.assert_close(traded[v][exact_v], traded_value[exact_v], rtol=1e-9, atol=1e-6)
-        expected_cash = prev.cash[v] + ca_cash[v] - (delta * price[v]).sum(-1) - fee[v]
+        expected_cash = prev.cash[v] + ca_cash[v] - paid.sum(-1) - fee[v]
         torch.testing.assert_close(cash[exact_v], expected_cash[exact_v], rtol=1e-9, atol=1e-6)
 
         held = prev.holdings > 0
@@ -157,6 +166,11 @@ def test_config_validation():
         EnvConfig(horizon=0)
     with pytest.raises(ValueError):
         EnvConfig(initial_cash=0)
+    for bad in (dict(slippage=-0.001), dict(slippage=0.5), dict(impact=-1.0), dict(max_participation=0.0),
+                dict(max_participation=float("nan"))):
+        with pytest.raises(ValueError):
+            EnvConfig(**bad)
+    EnvConfig(slippage=0.0, max_participation=float("inf"))  # costs of size switched off
 
 
 # --- equivalence of the three envs ----------------------------------------------------------------
@@ -427,6 +441,10 @@ def test_vec_reproducible_with_seed(sse15):
 
 # --- execution timing and action modes --------------------------------------------------------------
 
+def _fen(amount: float) -> float:
+    return float(np.floor(amount * 100 + 0.5 + 1e-7) / 100)
+
+
 def test_open_execution_fills_at_next_open(sse15):
     full = sse15.full
     col, start = full.tickers.index("600000.SH"), 200
@@ -436,17 +454,18 @@ def test_open_execution_fills_at_next_open(sse15):
     action = np.zeros(15)
     action[col] = 1.0
     _, reward, _, _, info = env.step(action)
-    price = float(full.open[start + 1, col])
+    price = float(full.open[start + 1, col]) * (1 + env.config.slippage)  # 5 bp against the buyer
     shares = 100 * 100  # max_lots lots of 100
+    assert shares <= 0.1 * float(full.volume[start + 1, col])  # far below the participation cap
     assert float(env.account.holdings[col]) == shares
     assert info["traded_value"] == pytest.approx(shares * price)
     _, transfer = env.config.fees.rates_on([full.dates[start + 1]])
-    fee = max(shares * price * 0.00025, 5.0) + shares * price * transfer[0]
-    assert info["fee"] == pytest.approx(fee)
+    fee = _fen(max(shares * price * 0.00025, 5.0)) + _fen(shares * price * transfer[0])
+    assert info["fee"] == pytest.approx(fee, abs=1e-9)
     assert env.account.cash.item() == pytest.approx(1_000_000 - shares * price - fee)
     assert info["wealth"] == pytest.approx(env.account.cash.item() + shares * float(full.close[start + 1, col]))
     assert reward == pytest.approx((info["wealth"] - 1_000_000) / 1_000_000 * 100)
-    assert info["day"] == start + 1
+    assert info["day"] == start + 1 and info["dividend"] == 0.0
 
 
 def test_close_execution_fills_at_decision_close(sse15):
@@ -456,6 +475,10 @@ def test_close_execution_fills_at_decision_close(sse15):
     env.reset(options={"start_day": start})
     action = np.zeros(15)
     action[col] = 1.0
+    _, _, _, _, info = env.step(action)
+    assert info["traded_value"] == pytest.approx(10_000 * float(full.close[start, col]) * 1.0005)
+    env = StockTradingEnv(full, EnvConfig(horizon=None, execution="close", slippage=0.0))
+    env.reset(options={"start_day": start})
     _, _, _, _, info = env.step(action)
     assert info["traded_value"] == pytest.approx(10_000 * float(full.close[start, col]))
 
@@ -491,3 +514,99 @@ def test_vec_float32_default_runs(sse15):
         VecStockTradingEnv(sse15.valid, 0)
     with pytest.raises(RuntimeError):
         VecStockTradingEnv(sse15.valid, 2).step(torch.zeros(2, 15))
+
+
+# --- dividends, the detected ex-rights reference, the participation cap --------------------------------
+
+def _dividend_market(synthetic_bars, dividend=0.30):
+    from finrl_tutorial.data import prepare_market
+
+    bars = synthetic_bars(tickers=("600000.SH", "600036.SH", "601398.SH", "600519.SH"), days=40, seed=9)
+    bars["pre_close"] = bars.groupby("tic")["close"].shift(1)
+    rows = bars.index[bars["tic"] == "600000.SH"]
+    ex = rows[20]
+    bars.loc[ex, "pre_close"] = round(float(bars.loc[rows[19], "close"]) - dividend, 2)
+    market = prepare_market(bars, indicators=(), splits={"train": ("2020-01-01", "2020-12-31")}).full
+    return market, int(pd.DatetimeIndex(market.dates).get_loc(bars.loc[ex, "date"]))
+
+
+@pytest.mark.parametrize("execution", ["open", "close"])
+def test_cash_dividend_paid_on_the_ex_day(synthetic_bars, execution):
+    """Ex-dividend day: cash up by shares × ¥0.30, shares unchanged, wealth moves only with the
+    price net of the dividend (no fake loss); the backtest record shows the dividend."""
+    from finrl_tutorial.backtest.runner import run_policy
+
+    market, ex = _dividend_market(synthetic_bars)
+    env = StockTradingEnv(market, EnvConfig(horizon=None, execution=execution))
+    env.reset(options={"start_day": ex - 5})
+    buy = np.zeros(4)
+    buy[0] = 0.1  # 10 lots
+    env.step(buy)
+    while int(env.account.day) < ex - 1:
+        env.step(np.zeros(4))
+    held, cash, wealth = float(env.account.holdings[0]), env.account.cash.item(), env.account.wealth.item()
+    assert held == 1000
+    _, _, _, _, info = env.step(np.zeros(4))
+    assert info["dividend"] == pytest.approx(1000 * 0.30, abs=1e-9)
+    assert float(env.account.holdings[0]) == held
+    assert env.account.cash.item() == pytest.approx(cash + 300.0, abs=1e-9)
+    reference = float(market.pre_close[ex, 0])
+    assert reference == pytest.approx(float(market.close[ex - 1, 0]) - 0.30, abs=1e-9)
+    assert info["wealth"] - wealth == pytest.approx(held * (float(market.close[ex, 0]) - reference), abs=1e-6)
+    # in a backtest record
+    calls = [0]
+
+    def policy(obs):
+        calls[0] += 1
+        return torch.tensor([buy]) if calls[0] == 1 else torch.zeros(1, 4)
+
+    record = run_policy(policy, market.slice_days(ex - 5, market.num_days), EnvConfig(execution=execution))
+    assert record.dividends.sum() == pytest.approx(300.0, abs=1e-9)
+    assert record.dividends[pd.Timestamp(market.dates[ex])] == pytest.approx(300.0, abs=1e-9)
+
+
+def test_detected_ex_rights_day_moves_with_the_market(sse15):
+    """600276.SH 2018-05-30: from bars alone the ex-day reference is the close net of the other
+    stocks' median move that day, so the holder's ex-day change is that market move (-2.06 %),
+    not the +3.80 % the opening gap used to give (ratio 1.3336)."""
+    full = sse15.full
+    col, ex = full.tickers.index("600276.SH"), _day(full, "2018-05-30")
+    close, reference, tradable = full.close.numpy(), full.pre_close.numpy(), full.tradable.numpy()
+    others = [j for j in range(15) if j != col and tradable[ex, j] and tradable[ex - 1, j]]
+    market_move = float(np.median(close[ex, others] / reference[ex, others] - 1))
+    assert market_move == pytest.approx(-0.0206, abs=5e-5)
+    ratio = float(full.split_ratio[ex, col])
+    assert ratio == pytest.approx(1.2541, abs=1e-4)
+    env = StockTradingEnv(full, EnvConfig(horizon=None, random_start=False))
+    env.reset(options={"start_day": ex - 4})
+    buy = np.zeros(15)
+    buy[col] = 1.0  # 100 lots
+    env.step(buy)
+    while int(env.account.day) < ex - 1:
+        env.step(np.zeros(15))
+    held = float(env.account.holdings[col])
+    value_before = held * close[ex - 1, col]
+    cash_before = env.account.cash.item()
+    env.step(np.zeros(15))
+    value_after = float(env.account.holdings[col]) * close[ex, col] + env.account.cash.item() - cash_before
+    holder_change = value_after / value_before - 1
+    # within the fraction of one share paid out at the reference price
+    assert holder_change == pytest.approx(market_move, abs=close[ex, col] / value_before)
+
+
+def test_participation_cap_in_the_env(synthetic_bars):
+    from finrl_tutorial.data import prepare_market
+
+    bars = synthetic_bars(days=20, seed=10)
+    bars["volume"] = 25_000.0  # 10 % = 2,500 shares a day
+    market = prepare_market(bars, indicators=()).full
+    env = StockTradingEnv(market, EnvConfig(horizon=None))
+    env.reset(options={"start_day": 2})
+    env.step(np.array([1.0, 0.0]))  # asks for 100 lots = 10,000 shares
+    assert float(env.account.holdings[0]) == 2_500
+    env.step(np.array([1.0, 0.0]))
+    assert float(env.account.holdings[0]) == 5_000
+    uncapped = StockTradingEnv(market, EnvConfig(horizon=None, max_participation=float("inf")))
+    uncapped.reset(options={"start_day": 2})
+    uncapped.step(np.array([1.0, 0.0]))
+    assert float(uncapped.account.holdings[0]) == 10_000

@@ -17,16 +17,22 @@ def t(*values):
 
 
 def fill(cash, holdings, wanted, price, *, can_buy=None, can_sell=None, sellable=None, date="2020-06-01",
-         fees=FEES):
-    """Run `execute_orders` for one account on ``date``; returns plain Python numbers/lists."""
+         fees=FEES, tic="600000.SH", max_shares=None, slippage=0.0):
+    """Run `execute_orders` for one account on ``date`` (every stock on ``tic``'s board and
+    exchange); returns plain Python numbers/lists."""
     holdings, wanted, price = t(*holdings), t(*wanted), t(*price)
     every = torch.ones_like(price, dtype=torch.bool)
-    stamp, transfer = fees.rates_on([date])
+    day = fees.day_rates([date], [tic] * len(price))
+    rates = rules.DayRates(*(torch.tensor(day[name][0], dtype=torch.float64) for name in rules.DayRates._fields))
+    lot = rules.lot_rule(tic)
+    buy_price, sell_price = rules.fill_prices(price, torch.full_like(price, float("inf")), torch.zeros_like(price),
+                                              slippage)
     out = rules.execute_orders(
         torch.tensor(float(cash), dtype=torch.float64), holdings,
         holdings.clone() if sellable is None else t(*sellable), wanted, price,
         every if can_buy is None else torch.tensor(can_buy), every if can_sell is None else torch.tensor(can_sell),
-        fees, torch.tensor(stamp[0], dtype=torch.float64), torch.tensor(transfer[0], dtype=torch.float64))
+        fees, rates, lot_minimum=lot.minimum, lot_step=lot.step,
+        max_shares=None if max_shares is None else t(*max_shares), buy_price=buy_price, sell_price=sell_price)
     cash, holdings, bought, fee, traded = out
     return float(cash), holdings.tolist(), bought.tolist(), float(fee), float(traded)
 
@@ -40,6 +46,19 @@ def test_board_of():
     assert rules.board_of("301001.SZ") == "chinext"
     assert rules.board_of("688981.SH") == "star"
     assert rules.board_of("830799.BJ") == "bse"
+    # every prefix of the exchanges' code plans
+    assert rules.board_of("689009.SH") == "star"      # STAR depositary receipts (CDR)
+    assert rules.board_of("302132.SZ") == "chinext"   # ChiNext's third code range
+    assert rules.board_of("601398.SH") == rules.board_of("603288.SH") == rules.board_of("605499.SH") == "main"
+    assert rules.board_of("001979.SZ") == rules.board_of("002594.SZ") == rules.board_of("003816.SZ") == "main"
+    assert rules.board_of("430047.BJ") == rules.board_of("873223.BJ") == rules.board_of("920002.BJ") == "bse"
+    assert rules.exchange_of("689009.SH") == "SH" and rules.exchange_of("920002.BJ") == "BJ"
+
+
+def test_lot_rules_by_board():
+    assert rules.lot_rule("600000.SH") == rules.lot_rule("300750.SZ") == rules.LotRule(100.0, 100.0)
+    assert rules.lot_rule("688981.SH") == rules.lot_rule("689009.SH") == rules.LotRule(200.0, 1.0)
+    assert rules.lot_rule("830799.BJ") == rules.LotRule(100.0, 1.0)
 
 
 def test_limit_rate_by_board_date_and_st():
@@ -53,6 +72,33 @@ def test_limit_rate_by_board_date_and_st():
     assert rules.limit_rate("688981.SH", ["2019-07-22", "2023-01-03"]).tolist() == [0.20, 0.20]
     assert rules.limit_rate("688981.SH", ["2023-01-03"], is_st=[1]).tolist() == [0.20]
     assert rules.limit_rate("830799.BJ", ["2023-01-03"]).tolist() == [0.30]
+
+
+def test_main_board_st_limit_widens_in_2026():
+    dates = ["2026-07-03", "2026-07-06"]
+    assert rules.limit_rate("600000.SH", dates, is_st=[1, 1]).tolist() == [0.05, 0.10]
+    assert rules.limit_rate("000001.SZ", dates, is_st=[1, 1]).tolist() == [0.05, 0.10]
+    assert rules.limit_rate("300750.SZ", dates, is_st=[1, 1]).tolist() == [0.20, 0.20]
+
+
+@pytest.mark.parametrize("tic, list_date, issue, up, down", [
+    # registration system: no limit on days 1..5, the ordinary limit (NaN) from day 6
+    ("688981.SH", "2020-07-16", None, [np.inf] * 5 + [np.nan], [0.0] * 5 + [np.nan]),
+    ("301001.SZ", "2020-08-24", None, [np.inf] * 5 + [np.nan], [0.0] * 5 + [np.nan]),
+    ("603000.SH", "2023-04-10", None, [np.inf] * 5 + [np.nan], [0.0] * 5 + [np.nan]),
+    # approval system from 2014: day 1 within 64 %..144 % of the issue price (¥10.00), then ordinary
+    ("603000.SH", "2019-01-02", 10.0, [14.40] + [np.nan] * 5, [6.40] + [np.nan] * 5),
+    ("300999.SZ", "2020-08-21", 7.77, [11.19] + [np.nan] * 5, [4.97] + [np.nan] * 5),  # 11.1888, 4.9728
+    # issue price unknown: day 1 unlimited
+    ("603000.SH", "2019-01-02", None, [np.inf] + [np.nan] * 5, [0.0] + [np.nan] * 5),
+    # Beijing: day 1 unlimited
+    ("830799.BJ", "2021-11-15", 5.0, [np.inf] + [np.nan] * 5, [0.0] + [np.nan] * 5),
+])
+def test_listing_limits(tic, list_date, issue, up, down):
+    dates = pd.bdate_range(list_date, periods=6)
+    got_up, got_down = rules.listing_limits(tic, dates, np.arange(1, 7), list_date, issue)
+    np.testing.assert_allclose(got_up, up, atol=1e-9)
+    np.testing.assert_allclose(got_down, down, atol=1e-9)
 
 
 @pytest.mark.parametrize("close, rate, up, down", [
@@ -79,11 +125,48 @@ def test_round_to_tick():
 def test_fee_schedule_rates_on():
     stamp, transfer = FEES.rates_on(["2023-08-25", "2023-08-28"])
     assert stamp.tolist() == [0.001, 0.0005]
-    stamp, transfer = FEES.rates_on(["2015-01-05", "2020-06-01", "2022-04-28", "2022-04-29", "2024-01-02"])
+    stamp, transfer = FEES.rates_on(["2015-08-03", "2020-06-01", "2022-04-28", "2022-04-29", "2024-01-02"])
     assert transfer.tolist() == [0.00002, 0.00002, 0.00002, 0.00001, 0.00001]
     assert stamp.tolist() == [0.001] * 4 + [0.0005]
     with pytest.raises(ValueError, match="fee schedule starts after"):
         FEES.rates_on(["1899-12-29"])
+
+
+def test_stamp_duty_history_both_sides():
+    dates = ["2005-01-21", "2005-01-24", "2007-05-29", "2007-05-30", "2008-04-23", "2008-04-24",
+             "2008-09-18", "2008-09-19", "2023-08-25", "2023-08-28"]
+    rates = FEES.day_rates(dates, ["600000.SH"])
+    assert rates["stamp_sell"][:, 0].tolist() == [0.002, 0.001, 0.001, 0.003, 0.003, 0.001, 0.001, 0.001,
+                                                  0.001, 0.0005]
+    assert rates["stamp_buy"][:, 0].tolist() == [0.002, 0.001, 0.001, 0.003, 0.003, 0.001, 0.001, 0.0, 0.0, 0.0]
+
+
+def test_transfer_fee_by_exchange_before_2015():
+    rates = FEES.day_rates(["2015-07-31", "2015-08-03"], ["600000.SH", "000001.SZ"])
+    assert rates["transfer_per_share"].tolist() == [[0.0003, 0.0], [0.0, 0.0]]
+    assert rates["transfer_value"].tolist() == [[0.0, 0.0000255], [0.00002, 0.00002]]
+
+
+def test_2007_stamp_duty_on_both_sides_by_hand():
+    # 2007-06-01: 0.3 % on the buyer and the seller. Buy 1,000 at 10.00 in Shanghai: commission 5,
+    # stamp 30, transfer 1,000 shares x ¥0.0003 = 0.30
+    cash, holdings, _, fee, _ = fill(20_000.0, [0], [1000], [10.0], date="2007-06-01")
+    assert holdings == [1000.0] and fee == pytest.approx(35.30) and cash == pytest.approx(20_000 - 10_000 - 35.30)
+    # the same sell in Shenzhen: transfer 0.0255 ‰ x 10,000 = 0.255 -> 0.26 (half up)
+    cash, holdings, _, fee, _ = fill(0.0, [1000], [-1000], [10.0], date="2007-06-01", tic="000001.SZ")
+    assert holdings == [0.0] and fee == pytest.approx(35.26) and cash == pytest.approx(10_000 - 35.26)
+    # 2008-09-19: the buyer pays no stamp duty any more
+    _, _, _, fee, _ = fill(20_000.0, [0], [1000], [10.0], date="2008-09-19")
+    assert fee == pytest.approx(5.30)
+
+
+def test_fees_rounded_to_the_fen():
+    # sell 1,000 at 10.13: commission max(2.5325, 5) = 5.00, stamp 10.13, transfer 0.2026 -> 0.20
+    cash, _, _, fee, _ = fill(0.0, [1000], [-1000], [10.13])
+    assert fee == pytest.approx(15.33, abs=1e-9) and cash == pytest.approx(10_114.67, abs=1e-9)
+    # sell 30,000 at 10.13 (303,900): commission 75.975 -> 75.98, stamp 303.90, transfer 6.078 -> 6.08
+    _, _, _, fee, _ = fill(0.0, [30_000], [-30_000], [10.13])
+    assert fee == pytest.approx(75.98 + 303.90 + 6.08, abs=1e-9)
 
 
 def test_order_commission_minimum():
@@ -281,3 +364,97 @@ def test_scaled_buys_leave_the_minimum_commission_affordable():
                                    can_buy=[False, True, False, False], can_sell=[False, False, True, True])
     assert holdings == [0.0, 400.0, 0.0, 0.0]
     assert cash >= 0.0
+
+
+# --- board lots, participation cap, slippage ------------------------------------------------------
+
+@pytest.mark.parametrize("asked, bought", [(150, 0), (199.9, 0), (200, 200), (250, 250), (1234.5, 1234)])
+def test_star_buys_at_least_200_then_single_shares(asked, bought):
+    _, holdings, got, fee, _ = fill(1_000_000.0, [0], [asked], [10.0], tic="688981.SH")
+    assert holdings == [float(bought)] and got == [float(bought)]
+    assert (fee >= 5.0) if bought else fee == 0.0
+
+
+@pytest.mark.parametrize("held, asked, sold", [(250, 100, 0), (250, 220, 220), (250, 250, 250), (250, 999, 250),
+                                               (150, 150, 150), (150, 100, 0), (150, 999, 150)])
+def test_star_sells_balance_under_200_in_one_order(held, asked, sold):
+    _, holdings, _, _, traded = fill(0.0, [held], [-asked], [10.0], tic="688981.SH")
+    assert holdings == [float(held - sold)] and traded == pytest.approx(10.0 * sold)
+
+
+@pytest.mark.parametrize("asked, bought", [(99, 0), (100, 100), (101, 101), (150.7, 150)])
+def test_beijing_buys_at_least_100_then_single_shares(asked, bought):
+    _, holdings, _, _, _ = fill(1_000_000.0, [0], [asked], [10.0], tic="830799.BJ")
+    assert holdings == [float(bought)]
+
+
+def test_scaled_star_buy_never_falls_below_200():
+    # cash for ~199 shares at 10.00: the scaled order would be under the 200-share minimum
+    cash, holdings, _, fee, _ = fill(2_000.0, [0], [1000], [10.0], tic="688981.SH")
+    assert holdings == [0.0] and fee == 0.0 and cash == 2_000.0
+    _, holdings, _, _, _ = fill(2_100.0, [0], [1000], [10.0], tic="688981.SH")
+    assert holdings == [209.0]  # (2,100 x (1 - 1e-5) - 5.015) / 10.0027 = 209.4 shares
+
+
+def test_participation_cap_limits_the_fill():
+    # the day traded 10,500 shares; 10 % = 1,050, rounded down to a 100-share lot
+    cap = rules.participation_cap(t(10_500.0), 0.1)
+    assert cap.tolist() == [1050.0]
+    _, holdings, _, _, traded = fill(1_000_000.0, [0], [5000], [10.0], max_shares=cap.tolist())
+    assert holdings == [1000.0] and traded == 10_000.0
+    # a sell above the cap sells only up to it, even when it asks for the whole position
+    _, holdings, _, _, _ = fill(0.0, [5000], [-5000], [10.0], max_shares=cap.tolist())
+    assert holdings == [4000.0]
+    # STAR: 1-share steps, so the cap itself fills
+    _, holdings, _, _, _ = fill(1_000_000.0, [0], [5000], [10.0], max_shares=cap.tolist(), tic="688981.SH")
+    assert holdings == [1050.0]
+
+
+def test_slippage_moves_fills_against_the_trader():
+    buy, sell = rules.fill_prices(t(10.0, 10.99), t(11.0, 11.0), t(9.0, 9.0), 0.0005)
+    assert buy.tolist() == [pytest.approx(10.005), pytest.approx(10.99 * 1.0005)]
+    assert sell.tolist() == [pytest.approx(9.995), pytest.approx(10.99 * 0.9995)]
+    buy, sell = rules.fill_prices(t(10.99, 9.01), t(11.0, 11.0), t(9.0, 9.0), 0.005)
+    assert buy.tolist()[0] == 11.0 and sell.tolist()[1] == 9.0  # never beyond the day's limits
+    # the participation term: 0.1 x (10 %)^2 = 0.1 %
+    buy, _ = rules.fill_prices(t(10.0), t(11.0), t(9.0), 0.0, impact=0.1, participation=t(0.1))
+    assert float(buy) == pytest.approx(10.01)
+    # a buy of 1,000 at 10.00 with 5 bp: pays 10,005 + 5.00 commission + 0.20 transfer
+    cash, holdings, _, fee, traded = fill(20_000.0, [0], [1000], [10.0], slippage=0.0005)
+    assert holdings == [1000.0] and traded == pytest.approx(10_005.0)
+    assert fee == pytest.approx(5.20) and cash == pytest.approx(20_000 - 10_005 - 5.20)
+
+
+# --- corporate actions ----------------------------------------------------------------------------
+
+def test_ex_rights_reference():
+    np.testing.assert_allclose(rules.ex_rights_reference([10.00, 20.00, 9.87], [0.30, 0.50, 0.0], [0.0, 0.3, 0.5]),
+                               [9.70, 15.00, 6.58], atol=1e-12)  # 9.87 / 1.5 = 6.58
+
+
+def test_split_corporate_action():
+    ratio, dividend = rules.split_corporate_action([10.00, 20.00, 30.00, 10.00], [9.70, 15.00, 24.83, 10.00])
+    # a plain cash dividend; 10送3派5; 10送2派2 ((30.00 - 0.20) / 1.2 = 24.833 -> 24.83); nothing
+    np.testing.assert_allclose(ratio, [1.0, 1.3, 1.2, 1.0], atol=1e-12)
+    np.testing.assert_allclose(dividend, [0.30, 0.50, 30.00 - 1.2 * 24.83, 0.0], atol=1e-9)
+    # a reference rounded to the fen: 10送10 on 20.01 -> 10.01 (not 10.005) stays all shares
+    ratio, dividend = rules.split_corporate_action([20.01], [10.01])
+    assert dividend.tolist() == [0.0] and ratio[0] == pytest.approx(20.01 / 10.01)
+    # holders keep their wealth at the reference price
+    prev, ref = np.array([10.0, 20.0, 31.7]), np.array([9.7, 15.0, 22.41])
+    ratio, dividend = rules.split_corporate_action(prev, ref)
+    np.testing.assert_allclose(ratio * ref + dividend, prev, atol=1e-12)
+
+
+def test_cash_dividend_on_the_ex_day():
+    """1,000 shares, ¥0.30 cash per share, reference 9.70 after a 10.00 close: cash +300, wealth
+    unchanged at the reference."""
+    cash, holdings = rules.apply_corporate_action(torch.tensor(50.0, dtype=torch.float64), t(1000.0), t(1.0),
+                                                  t(9.70), t(0.30))
+    assert holdings.tolist() == [1000.0] and float(cash) == pytest.approx(350.0)
+    assert float(cash) + 1000 * 9.70 == pytest.approx(50.0 + 1000 * 10.00)
+    # 10送3派5 on 20.00 (reference 15.00): 150 shares -> 195 shares and ¥75 cash
+    cash, holdings = rules.apply_corporate_action(torch.tensor(0.0, dtype=torch.float64), t(150.0), t(1.3),
+                                                  t(15.00), t(0.50))
+    assert holdings.tolist() == [195.0] and float(cash) == pytest.approx(75.0)
+    assert float(cash) + 195 * 15.00 == pytest.approx(150 * 20.00)

@@ -578,3 +578,116 @@ def test_live_baostock():
     result = fetch_baostock(TICKERS, START, END)
     _check_live(result)
     assert result.calendar.equals(pd.DatetimeIndex(TRADING_DAYS, name="date"))
+
+
+# --------------------------------------------------------------------------- corporate actions, ST, listings
+
+class FakeTushareActions(FakeTushare):
+    """Adds the dividend, namechange and stock_basic endpoints."""
+
+    def __init__(self, *args, dividend_error=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.dividend_error = dividend_error
+
+    def dividend(self, ts_code):
+        self._record("dividend", ts_code, {})
+        if self.dividend_error:
+            raise self.dividend_error
+        if ts_code != "600000.SH":
+            return pd.DataFrame(columns=["ts_code", "div_proc", "stk_div", "cash_div_tax", "ex_date"])
+        return pd.DataFrame({"ts_code": [ts_code] * 3, "div_proc": ["实施", "预案", "实施"],
+                             "stk_div": [0.0, 0.5, 0.3], "cash_div_tax": [0.30, 1.0, 0.0],
+                             "ex_date": ["20191030", None, "20180705"]})
+
+    def namechange(self, ts_code):
+        self._record("namechange", ts_code, {})
+        if ts_code != "600030.SH":
+            return pd.DataFrame({"name": ["浦发银行"], "start_date": ["19991110"], "end_date": [None]})
+        return pd.DataFrame({"name": ["中信证券", "ST中信"], "start_date": ["20030106", "20191031"],
+                             "end_date": ["20191030", None]})
+
+    def stock_basic(self, ts_code, fields):
+        self._record("stock_basic", ts_code, {"fields": fields})
+        return pd.DataFrame({"ts_code": [ts_code], "list_date": ["19991110" if ts_code == "600000.SH" else "20191029"]})
+
+
+def test_tushare_dividends_st_and_listings():
+    client = FakeTushareActions()
+    result = fetch_tushare(TICKERS, START, END, client=client, min_interval=0, corporate_actions=True)
+    bars = result.bars
+    a = bars[bars.tic == "600000.SH"].set_index("date")
+    # the implemented 2019 plan lands on its ex-date; the plan (预案) and an older one do not
+    assert a.loc["2019-10-30", "cash_dividend"] == 0.30 and a["cash_dividend"].sum() == pytest.approx(0.30)
+    assert (a["bonus_shares"] == 0).all()
+    b = bars[bars.tic == "600030.SH"].set_index("date")
+    assert b["is_st"].tolist() == [float(d >= pd.Timestamp("2019-10-31")) for d in b.index]  # ST from 10-31
+    assert b["is_st"].sum() >= 1 and b["is_st"].iloc[0] == 0
+    assert (a["is_st"] == 0).all()
+    listings = result.listings.set_index("tic")
+    assert listings.loc["600000.SH", "list_date"] == pd.Timestamp("1999-11-10")
+    # 600030.SH "listed" on 2019-10-29 in this fake: the issue price is that day's pre_close
+    assert listings.loc["600030.SH", "issue_price"] == float(b.loc["2019-10-29", "pre_close"])
+    assert pd.isna(listings.loc["600000.SH", "issue_price"])
+
+
+def test_tushare_dividend_permission_error_warns_and_keeps_bars():
+    client = FakeTushareActions(dividend_error=PermissionError("抱歉，您没有访问该接口的权限"))
+    with pytest.warns(UserWarning, match="dividend.*continuing without the dividend table"):
+        result = fetch_tushare(TICKERS, START, END, client=client, min_interval=0, corporate_actions=True)
+    plain = fetch_tushare(TICKERS, START, END, client=FakeTushare(), min_interval=0)
+    assert len(result.bars) == len(plain.bars) and "cash_dividend" not in result.bars
+
+
+def test_dividend_on_a_suspended_ex_date_goes_to_the_next_bar():
+    bars = pd.DataFrame({"date": pd.to_datetime(["2019-10-28", "2019-10-29", "2019-10-31"]), "tic": "600000.SH",
+                         "close": [10.0, 10.0, 9.7]})
+    actions = sources._actions_frame(["20191030", "20191101"], [0.3, 0.2], [0.0, 0.0])
+    out = sources._with_dividends(bars, actions)
+    assert out["cash_dividend"].tolist() == [0.0, 0.0, 0.3]  # 10-30 suspended; 11-01 after the data
+
+
+class FakeBaostockActions(FakeBaostock):
+    def query_dividend_data(self, code, year, yearType):
+        self.calls.append(("query_dividend_data", dict(code=code, year=year, yearType=yearType)))
+        fields = ["code", "dividOperateDate", "dividCashPsBeforeTax", "dividStocksPs", "dividReserveToStockPs"]
+        rows = [[code, "2019-10-30", "0.3", "0.1", "0.2"]] if code == "sh.600000" and year == "2019" else []
+        return FakeResultData(rows, fields)
+
+    def query_stock_basic(self, code):
+        return FakeResultData([[code, "1999-11-10"]], ["code", "ipoDate"])
+
+
+def test_baostock_dividends_and_listings():
+    result = fetch_baostock(TICKERS, START, END, client=FakeBaostockActions(), corporate_actions=True)
+    a = result.bars[result.bars.tic == "600000.SH"].set_index("date")
+    assert a.loc["2019-10-30", "cash_dividend"] == 0.3
+    assert a.loc["2019-10-30", "bonus_shares"] == pytest.approx(0.3)  # 0.1 bonus + 0.2 transfer per share
+    assert a["cash_dividend"].sum() == pytest.approx(0.3)
+    assert set(result.listings["list_date"]) == {pd.Timestamp("1999-11-10")}
+
+
+class FakeAkshareActions(FakeAkshare):
+    def stock_zh_a_daily(self, symbol, adjust):
+        self.calls.append(("stock_zh_a_daily", dict(symbol=symbol, adjust=adjust)))
+        return pd.DataFrame({"date": ["1900-01-01", "2019-10-30"], "hfq_factor": ["1.0", "1.05"]})
+
+    def stock_individual_info_em(self, symbol):
+        return pd.DataFrame({"item": ["股票代码", "上市时间"], "value": [symbol, 19991110]})
+
+
+def test_akshare_adjustment_factor_and_listing():
+    client = FakeAkshareActions()
+    result = fetch_akshare(["600000.SH"], START, END, client=client, corporate_actions=True)
+    assert ("stock_zh_a_daily", {"symbol": "sh600000", "adjust": "hfq-factor"}) in client.calls
+    factor = result.bars.set_index("date")["adj_factor"]
+    assert factor.loc[:"2019-10-29"].eq(1.0).all() and factor.loc["2019-10-30":].eq(1.05).all()
+    assert result.listings["list_date"].tolist() == [pd.Timestamp("1999-11-10")]
+    from finrl_tutorial.data import prepare_market
+
+    market = prepare_market(result.bars, indicators=(), splits={"train": (START, END)}).full
+    (action,) = market.info["corporate_actions"]
+    assert action["date"] == "2019-10-30" and action["how"] == "provider"
+    # a total factor of 1.05 is under one bonus share per 10: all of it is cash, prev × (1 - 1/1.05)
+    closes = result.bars.set_index("date")["close"]
+    assert action["ratio"] == 1.0
+    assert action["dividend"] == pytest.approx(closes.loc["2019-10-29"] * (1 - 1 / 1.05), abs=1e-4)

@@ -33,6 +33,8 @@ class EpisodeRecord:
     """Fees paid on each day (0 on the first)."""
     traded_value: pd.Series
     """Value traded on each day."""
+    dividends: pd.Series | None = None
+    """Cash dividends received on each day (pre-tax; None for an index)."""
     weights: pd.DataFrame | None = None
     """Each stock's share of wealth at each close (columns: tickers); cash is the rest."""
 
@@ -46,7 +48,7 @@ def run_policy(policy: Policy, market: MarketData, env_config: EnvConfig | None 
     config = replace(env_config or EnvConfig(), random_start=False, horizon=None, ruin_fraction=0.0)
     env = VecStockTradingEnv(market, 1, config, device=device, dtype=dtype)
     obs, _ = env.reset()
-    wealth, fees, traded = [config.initial_cash], [0.0], [0.0]
+    wealth, fees, traded, dividends = [config.initial_cash], [0.0], [0.0], [0.0]
     weights = [torch.zeros(market.num_stocks, dtype=dtype)]
     per_stock = env.observation_dim // market.num_stocks  # observation: cash share, then one block per stock
     for _ in range(market.num_days - 1):
@@ -54,11 +56,13 @@ def run_policy(policy: Policy, market: MarketData, env_config: EnvConfig | None 
         wealth.append(float(info["wealth"][0]))
         fees.append(float(info["fee"][0]))
         traded.append(float(info["traded_value"][0]))
+        dividends.append(float(info["dividend"][0]))
         # the stepped account's observation (before the reset at the end): each block starts with the weight
         weights.append(info["final_obs"][0, 1:].reshape(market.num_stocks, per_stock)[:, 0].cpu())
     index = pd.DatetimeIndex(market.dates, name="date")
     return EpisodeRecord(pd.Series(wealth, index=index, name="wealth"), pd.Series(fees, index=index, name="fees"),
                          pd.Series(traded, index=index, name="traded_value"),
+                         pd.Series(dividends, index=index, name="dividends"),
                          pd.DataFrame(torch.stack(weights).numpy(), index=index, columns=list(market.tickers)))
 
 

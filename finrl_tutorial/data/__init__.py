@@ -27,7 +27,7 @@ def load_market(source: str = "sample", *, tickers=None, start=None, end=None, s
     """
     from . import sources
 
-    benchmark = calendar = None
+    benchmark = calendar = listings = None
     if source == "sample":
         bars = load_sample(sample)
         label = f"sample:{sample}"
@@ -39,8 +39,9 @@ def load_market(source: str = "sample", *, tickers=None, start=None, end=None, s
         fetch = getattr(sources, f"fetch_{source}")
         extra = {"token": token, "cache_dir": cache_dir or os.path.expanduser("~/.cache/finrl_tutorial")} \
             if source == "tushare" else {}
-        result = fetch(tickers, start, end, **extra)
+        result = fetch(tickers, start, end, corporate_actions=True, **extra)
         bars, calendar, benchmark, label = result.bars, result.calendar, result.benchmark, source
+        listings = result.listings
     elif source.lower().endswith(".csv") or os.path.exists(source):
         bars, label = sources.read_bars(source).bars, source
     else:
@@ -60,7 +61,7 @@ def load_market(source: str = "sample", *, tickers=None, start=None, end=None, s
     if end is not None:
         bars = bars[bars["date"] <= pd.Timestamp(end)]
     return prepare_market(bars, splits=splits, indicators=indicators, calendar=calendar,
-                          benchmark=benchmark, source=label)
+                          benchmark=benchmark, source=label, listings=listings)
 
 
 __all__ = ["DEFAULT_INDICATORS", "SAMPLES", "SIGNAL_FAMILIES", "SOURCES", "SSE15_SPLITS", "DataError", "MarketData",

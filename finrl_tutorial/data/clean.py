@@ -28,6 +28,7 @@ SSE15_SPLITS = {
 FEATURE_CLIP = 5.0
 """Normalised features are clipped to ±5 standard deviations."""
 
+_MIN_MARKET_STOCKS = 3  # other stocks needed to estimate a day's market move (else the open is used)
 _RATIO_TOLERANCE = 1e-4  # provider pre_close equals the last close up to rounding on ordinary days
 
 
@@ -75,57 +76,167 @@ class PreparedMarket:
         }
 
 
-def _reference_close(group: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
-    """Per ticker: the ex-rights reference previous close, and whether it was *detected*.
 
-    Exact when the bars carry ``pre_close`` (tushare, baostock) or ``adj_factor``. Otherwise a
+def _explicit_actions(group: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
+    """Cash per share, shares per share and "has an announced action" from the bars' own
+    ``cash_dividend``/``bonus_shares`` columns (a provider's dividend table), zeros without them."""
+    cash = group["cash_dividend"].fillna(0.0) if "cash_dividend" in group else pd.Series(0.0, index=group.index)
+    shares = group["bonus_shares"].fillna(0.0) if "bonus_shares" in group else pd.Series(0.0, index=group.index)
+    return cash, shares, (cash > 0) | (shares > 0)
+
+
+def _reference_close(group: pd.DataFrame, listing_day=None) -> tuple[pd.Series, pd.Series]:
+    """Per ticker: the ex-rights reference previous close, and whether an action was *detected*.
+
+    Exact when the bars carry ``pre_close`` (tushare, baostock), ``adj_factor`` (tushare,
+    akshare's adjusted series) or the announced ``cash_dividend``/``bonus_shares``. Otherwise a
     close-to-close move beyond the board's daily limit cannot happen in normal trading, so it
-    marks an ex-rights day; its reference price is then estimated by that day's open (the
-    opening gap is taken as the corporate action). Small dividends inside the limit cannot be
-    told apart from market moves without a provider field.
+    marks an ex-rights day; its reference is left NaN here and estimated across the market by
+    :func:`_market_references`. Small dividends inside the limit cannot be told apart from market
+    moves without a provider field. A provider's ``pre_close`` on a ticker's first bar is kept
+    (the day has limits); without it the first bar has no previous close. ``listing_day`` marks
+    the bars that a new listing's own rules govern (no detection there: no ordinary limit).
     """
     previous = group["close"].shift(1)
     detected = pd.Series(False, index=group.index)
-    if "pre_close" in group and group["pre_close"].notna().any():
+    cash, shares, announced = _explicit_actions(group)
+    has_pre_close = "pre_close" in group and group["pre_close"].notna().any()
+    if has_pre_close:
         reference = group["pre_close"].where(group["pre_close"].notna(), previous)
     elif "adj_factor" in group and group["adj_factor"].notna().any():
         factor = group["adj_factor"].ffill()
         reference = previous * factor.shift(1) / factor
+    elif announced.any():
+        reference = previous.where(~announced, pd.Series(rules.ex_rights_reference(previous, cash, shares),
+                                                         index=group.index))
     else:
         rate = rules.limit_rate(group["tic"].iloc[0], group["date"], group.get("is_st"))
         up, down = rules.limit_prices(previous.to_numpy(), rate)
         half_tick = rules.TICK / 2
         beyond = (group["close"].to_numpy() < down - half_tick) | (group["close"].to_numpy() > up + half_tick)
+        if listing_day is not None:
+            beyond &= ~listing_day
         detected = pd.Series(beyond & previous.notna().to_numpy(), index=group.index)
-        reference = previous.where(~detected, group["open"])
+        reference = previous.where(~detected)
     reference = reference.copy()
-    reference.iloc[0] = np.nan  # a first bar has no previous close
+    if not (has_pre_close and pd.notna(group["pre_close"].iloc[0])):
+        reference.iloc[0] = np.nan  # a first bar without a provider pre_close has no previous close
     return reference, detected
 
 
-def _per_ticker_rows(bars: pd.DataFrame) -> pd.DataFrame:
-    """Add reference close, split ratio, limits and adjusted prices on each ticker's own rows."""
+def _market_references(bars: pd.DataFrame, reference: pd.Series, detected: pd.Series) -> pd.Series:
+    """Reference prices of *detected* ex-rights days, net of the day's market move.
+
+    The ex-day's reference is estimated as close / (1 + m), where m is the median close-to-close
+    move (against their own references) of the other stocks that traded that day without an
+    action: the holder's ex-day change is then the market's, and only the stock's own move
+    relative to the market (its idiosyncratic part) remains as error. With fewer than
+    `_MIN_MARKET_STOCKS` other stocks that day the ex-day's open stands in (the opening gap is
+    then taken as the action).
+    """
+    move = (bars["close"] / reference - 1.0).where(~detected & reference.notna())
+    by_date = move.groupby(bars["date"])
+    market_move = by_date.median().where(by_date.count() >= _MIN_MARKET_STOCKS)
+    m = bars["date"].map(market_move)
+    estimate = (bars["close"] / (1.0 + m)).where(m.notna(), bars["open"])
+    return reference.where(~detected, estimate)
+
+
+def _listing_day(dates: pd.Series, list_date) -> np.ndarray:
+    """Trading day number since listing (1 = listing day) of each bar of one ticker; NaN before.
+
+    Counted on the stock's own bars when the data starts on or before the listing date, else
+    estimated with weekdays since listing (holidays make it an over-count)."""
+    list_date = pd.Timestamp(list_date)
+    dates = pd.DatetimeIndex(dates)
+    after = dates >= list_date
+    if len(dates) and dates[0] <= list_date:
+        day = np.cumsum(after).astype(float)
+    else:
+        day = np.busday_count(np.datetime64(list_date.date()), dates.values.astype("datetime64[D]")) + 1.0
+    return np.where(after, day, np.nan)
+
+
+def _listing_facts(listings) -> dict[str, tuple[pd.Timestamp, float | None]]:
+    if listings is None:
+        return {}
+    frame = pd.DataFrame(listings)
+    if "tic" not in frame or "list_date" not in frame:
+        raise DataError("listings need columns 'tic' and 'list_date' (and optionally 'issue_price')")
+    facts = {}
+    for row in frame.itertuples():
+        date = pd.to_datetime(str(row.list_date), errors="coerce", format="mixed")
+        if pd.isna(date):
+            continue
+        price = getattr(row, "issue_price", None)
+        price = float(price) if price is not None and pd.notna(price) else None
+        facts[str(row.tic)] = (date.normalize(), price)
+    return facts
+
+
+def _per_ticker_rows(bars: pd.DataFrame, listings=None) -> pd.DataFrame:
+    """Add reference close, share ratio, cash dividend, limits and adjusted prices per ticker."""
+    facts = _listing_facts(listings)
+
+    def listing_rules(tic, group):
+        if tic not in facts:
+            return None
+        list_date, issue_price = facts[tic]
+        return rules.listing_limits(tic, group["date"], _listing_day(group["date"], list_date), list_date,
+                                    issue_price)
+
+    references, flags = [], []
+    for tic, group in bars.groupby("tic", sort=True):
+        group = group.sort_values("date")
+        listing = listing_rules(tic, group)
+        reference, detected = _reference_close(group, None if listing is None else ~np.isnan(listing[0]))
+        references.append(reference)
+        flags.append(detected)
+    reference_all = pd.concat(references).reindex(bars.index)
+    detected_all = pd.concat(flags).reindex(bars.index).astype(bool)
+    reference_all = _market_references(bars, reference_all, detected_all)
+
     pieces = []
-    for _, group in bars.groupby("tic", sort=True):
+    for tic, group in bars.groupby("tic", sort=True):
         group = group.sort_values("date").copy()
-        reference, detected = _reference_close(group)
+        reference, detected = reference_all.loc[group.index], detected_all.loc[group.index]
         previous = group["close"].shift(1)
-        ratio = (previous / reference).fillna(1.0)
-        ratio = ratio.where((ratio - 1.0).abs() > _RATIO_TOLERANCE, 1.0)
+        total = previous / reference
+        has_action = ((total - 1.0).abs() > _RATIO_TOLERANCE).fillna(False)
+        split_ratio, split_dividend = rules.split_corporate_action(previous.to_numpy(), reference.to_numpy())
+        cash, shares, announced = _explicit_actions(group)
+        announced = announced & previous.notna()
+        # A detected total is an estimate (it carries the stock's own move that day): its split into
+        # shares and cash would be noise, so all of it is taken as shares.
+        split_ratio = np.where(detected, total, split_ratio)
+        split_dividend = np.where(detected, 0.0, split_dividend)
+        ratio = np.where(announced, 1.0 + shares, np.where(has_action, split_ratio, 1.0))
+        dividend = np.where(announced, cash, np.where(has_action, split_dividend, 0.0))
         group["ref_close"] = reference
         group["split_ratio"] = ratio
+        group["dividend"] = dividend
         group["action_detected"] = detected
-        rate = rules.limit_rate(group["tic"].iloc[0], group["date"], group.get("is_st"))
+        rate = rules.limit_rate(tic, group["date"], group.get("is_st"))
         up, down = rules.limit_prices(reference.to_numpy(), rate)
-        no_limit = reference.isna().to_numpy()  # first listed day: no previous close
+        no_limit = reference.isna().to_numpy()  # no previous close: first listed day, or unknown
         computed_up = np.where(no_limit, np.inf, up)
         computed_down = np.where(no_limit, 0.0, down)
+        # A detected ex-day's reference is an estimate, and a first bar's provider pre_close may be
+        # an IPO's issue price (a listing day with its own band): the day's own trading range was legal.
+        widen = detected.to_numpy() | (np.arange(len(group)) == 0)
+        computed_up = np.where(widen, np.maximum(computed_up, group["high"].to_numpy()), computed_up)
+        computed_down = np.where(widen, np.minimum(computed_down, group["low"].to_numpy()), computed_down)
+        listing = listing_rules(tic, group)
+        if listing is not None:
+            listing_up, listing_down = listing
+            computed_up = np.where(np.isnan(listing_up), computed_up, listing_up)
+            computed_down = np.where(np.isnan(listing_down), computed_down, listing_down)
         group["up_limit_"] = group["up_limit"].fillna(pd.Series(computed_up, index=group.index)) \
             if "up_limit" in group else computed_up
         group["down_limit_"] = group["down_limit"].fillna(pd.Series(computed_down, index=group.index)) \
             if "down_limit" in group else computed_down
-        # Back-adjusted (hfq) prices: multiply by the cumulative ratio, so past values never change.
-        cumulative = ratio.cumprod()
+        # Back-adjusted (hfq) prices: multiply by the cumulative total factor, so past values never change.
+        cumulative = pd.Series(np.where(has_action | announced, total, 1.0), index=group.index).fillna(1.0).cumprod()
         for column in PRICE_COLUMNS:
             group[f"adj_{column}"] = group[column] * cumulative
         group["adj_volume"] = group["volume"] / cumulative
@@ -198,20 +309,23 @@ def fraction_splits(dates: pd.DatetimeIndex, train: float = 0.6, valid: float = 
 
 def prepare_market(bars: pd.DataFrame, *, splits: dict | None = None, indicators=DEFAULT_INDICATORS,
                    calendar=None, benchmark: pd.Series | None = None, source: str = "dataframe",
-                   min_history: int = 2) -> PreparedMarket:
+                   min_history: int = 2, listings=None) -> PreparedMarket:
     """Clean a bar table into `MarketData` and its date splits.
 
     - Calendar: ``calendar`` (the exchange's, when a source has one) within the data's range,
       else the union of bar dates. A stock absent on a trading day is *suspended*: untradable,
       valued at its last close. Nothing is back-filled from the future.
-    - Corporate actions: see :func:`_reference_close`; holdings follow them in the env.
-    - Limits: from the reference close by board/date/ST, or the bars' own ``up_limit``/``down_limit``.
+    - Corporate actions: see :func:`_reference_close` and :func:`rules.split_corporate_action`;
+      cash dividends are paid and bonus shares added in the env.
+    - Limits: from the reference close by board/date/ST, or the bars' own ``up_limit``/``down_limit``;
+      new listings by :func:`rules.listing_limits` when ``listings`` (a table with ``tic``,
+      ``list_date`` and optionally ``issue_price``) gives their listing dates.
     - Features: ``indicators`` (stockstats names) on back-adjusted prices, ``return_1d``, and every
       extra numeric column of ``bars`` (user factors); z-scored with mean/std of the train split.
     """
     bars = validate_bars(bars, min_history=min_history)
     user_factors = feature_columns(bars)
-    rows = _per_ticker_rows(bars)
+    rows = _per_ticker_rows(bars, listings)
     tickers = sorted(rows["tic"].unique())
 
     dates = pd.DatetimeIndex(sorted(rows["date"].unique()))
@@ -238,6 +352,8 @@ def prepare_market(bars: pd.DataFrame, *, splits: dict | None = None, indicators
         return np.where(np.isnan(values), close, values)
 
     ratio = np.nan_to_num(_dense(rows, "split_ratio", dates, tickers), nan=1.0)
+    dividend = np.nan_to_num(_dense(rows, "dividend", dates, tickers), nan=0.0)
+    volume = np.nan_to_num(_dense(rows, "volume", dates, tickers), nan=0.0)
     reference = _dense(rows, "ref_close", dates, tickers)
     previous_close = np.vstack([close[:1], close[:-1]])
     reference = np.where(np.isnan(reference), previous_close, reference)
@@ -262,13 +378,13 @@ def prepare_market(bars: pd.DataFrame, *, splits: dict | None = None, indicators
     features = np.clip(np.nan_to_num((raw_features - mean) / std), -FEATURE_CLIP, FEATURE_CLIP)
 
     suspended = (~traded).sum(axis=0)
-    actions = rows[rows["split_ratio"] != 1.0]
+    actions = rows[(rows["split_ratio"] != 1.0) | (rows["dividend"] > 0.0)]
     info = {
         "suspended_stock_days": int(suspended.sum()),
         "suspended_by_ticker": {t: int(n) for t, n in zip(tickers, suspended) if n},
         "corporate_actions": [
             {"tic": r.tic, "date": str(r.date.date()), "ratio": round(float(r.split_ratio), 6),
-             "how": "detected" if r.action_detected else "provider"}
+             "dividend": round(float(r.dividend), 4), "how": "detected" if r.action_detected else "provider"}
             for r in actions.itertuples()
         ],
         "feature_mean": mean.tolist(),
@@ -279,8 +395,9 @@ def prepare_market(bars: pd.DataFrame, *, splits: dict | None = None, indicators
     full = MarketData(
         dates=dates.values.astype("datetime64[D]"), tickers=list(tickers), feature_names=feature_names,
         open=as_tensor(dense_or_close("open")), high=as_tensor(dense_or_close("high")),
-        low=as_tensor(dense_or_close("low")), close=as_tensor(close), pre_close=as_tensor(reference),
-        split_ratio=as_tensor(ratio), up_limit=as_tensor(np.where(np.isnan(up), np.inf, up)),
+        low=as_tensor(dense_or_close("low")), close=as_tensor(close), volume=as_tensor(volume),
+        pre_close=as_tensor(reference), split_ratio=as_tensor(ratio), dividend=as_tensor(dividend),
+        up_limit=as_tensor(np.where(np.isnan(up), np.inf, up)),
         down_limit=as_tensor(np.where(np.isnan(down), 0.0, down)), tradable=torch.as_tensor(traded),
         features=as_tensor(features), source=source, info=info,
     )

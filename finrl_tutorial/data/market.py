@@ -8,7 +8,7 @@ import pandas as pd
 import torch
 
 # Arrays indexed [day, stock] (features: [day, stock, feature]); everything else is metadata.
-_ARRAY_FIELDS = ("open", "high", "low", "close", "pre_close", "split_ratio",
+_ARRAY_FIELDS = ("open", "high", "low", "close", "volume", "pre_close", "split_ratio", "dividend",
                  "up_limit", "down_limit", "tradable", "features")
 
 
@@ -18,9 +18,11 @@ class MarketData:
 
     Prices are *unadjusted* yuan, as traded. On a suspended day a stock's open/high/low/close
     all equal its last close (for valuation only) and ``tradable`` is False. A corporate action
-    on day ``d`` shows as ``split_ratio[d] != 1``: holdings carried into day ``d`` are multiplied
-    by it (so a buy-and-hold through an ex-rights day keeps its value instead of showing a fake
-    loss), and ``pre_close[d]`` is the ex-rights reference price that the day's limits use.
+    on day ``d`` shows as ``split_ratio[d] != 1`` (bonus/transfer shares: holdings carried into
+    day ``d`` are multiplied by it) and/or ``dividend[d] > 0`` (cash paid per share held), with
+    ``close[d-1] == split_ratio[d] × pre_close[d] + dividend[d]``: a buy-and-hold through an
+    ex-rights day keeps its value instead of showing a fake loss, and ``pre_close[d]`` is the
+    ex-rights reference price that the day's limits use.
     """
 
     dates: np.ndarray
@@ -40,7 +42,8 @@ class MarketData:
     pre_close: torch.Tensor
     """[D, S] reference previous close, ex-rights adjusted (the base of the day's price limits)."""
     split_ratio: torch.Tensor
-    """[D, S] holdings multiplier for a corporate action effective on that day (1.0 otherwise)."""
+    """[D, S] holdings multiplier (1 + bonus and transfer shares per share) of a corporate action
+    effective on that day (1.0 otherwise)."""
     up_limit: torch.Tensor
     """[D, S] limit-up price (inf when the stock has no limit that day)."""
     down_limit: torch.Tensor
@@ -49,10 +52,22 @@ class MarketData:
     """[D, S] bool: the stock traded that day (False on suspension or before listing)."""
     features: torch.Tensor
     """[D, S, F] normalised features, using data up to and including that day's close only."""
+    volume: torch.Tensor | None = None
+    """[D, S] shares traded that day (0 when suspended): the base of the participation cap.
+    None (a market built by hand) means unknown: no cap."""
+    dividend: torch.Tensor | None = None
+    """[D, S] cash dividend per share (yuan, pre-tax) with ex-day on that day, paid to every
+    share held into it (0.0 otherwise; the pay date is taken to be the ex-day). None: zeros."""
     source: str = "unknown"
     """Where the bars came from (sample name, provider, or file path)."""
     info: dict = field(default_factory=dict)
     """Cleaning facts: suspended stock-days, detected corporate actions, normalisation stats."""
+
+    def __post_init__(self):
+        if self.volume is None:
+            self.volume = torch.full_like(self.close, float("inf"))
+        if self.dividend is None:
+            self.dividend = torch.zeros_like(self.close)
 
     @property
     def num_days(self) -> int:

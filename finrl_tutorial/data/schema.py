@@ -18,6 +18,8 @@ column         required  meaning
 ``up_limit``   no        the day's limit-up price
 ``down_limit`` no        the day's limit-down price
 ``is_st``      no        1 when the stock is under special treatment (±5 % limit)
+``cash_dividend`` no     cash dividend per share, pre-tax, on its ex-date row
+``bonus_shares``  no     bonus + transfer shares per share (10送3 = 0.3), ex-date row
 =============  ========  ==========================================================
 
 Any other numeric column is a user feature (a factor) that reaches the observation.
@@ -28,7 +30,8 @@ from __future__ import annotations
 import pandas as pd
 
 REQUIRED_COLUMNS = ("date", "tic", "open", "high", "low", "close", "volume")
-OPTIONAL_COLUMNS = ("amount", "pre_close", "adj_factor", "up_limit", "down_limit", "is_st")
+OPTIONAL_COLUMNS = ("amount", "pre_close", "adj_factor", "up_limit", "down_limit", "is_st",
+                    "cash_dividend", "bonus_shares")
 PRICE_COLUMNS = ("open", "high", "low", "close")
 
 

@@ -61,6 +61,7 @@ class SourceResult:
     source: str  # "tushare" | "akshare" | "baostock" | "csv"
     calendar: pd.DatetimeIndex | None = None  # exchange trading days in [start, end]
     benchmark: pd.Series | None = None  # CSI 300 close indexed by date, name "CSI 300"
+    listings: pd.DataFrame | None = None  # tic, list_date (and issue_price where known)
 
 
 class MissingTokenError(DataError):
@@ -260,10 +261,10 @@ def _optional(what: str, fetch: Callable[[], Any]) -> Any:
 
 
 def _result(parts: list[pd.DataFrame], source: str, calendar: pd.DatetimeIndex | None,
-            benchmark: pd.Series | None) -> SourceResult:
+            benchmark: pd.Series | None, listings: pd.DataFrame | None = None) -> SourceResult:
     # Short histories are allowed here; how much history a model needs is the caller's business.
     bars = validate_bars(pd.concat(parts, ignore_index=True), min_history=1)
-    return SourceResult(bars=bars, source=source, calendar=calendar, benchmark=benchmark)
+    return SourceResult(bars=bars, source=source, calendar=calendar, benchmark=benchmark, listings=listings)
 
 
 # --------------------------------------------------------------------------- tushare
@@ -332,8 +333,14 @@ class _TushareCalls:
 
 def fetch_tushare(tickers: str | Iterable[str], start: Any, end: Any, *, token: str | None = None,
                   cache_dir: str | os.PathLike | None = None, client: Any = None,
-                  min_interval: float = 0.35, with_benchmark: bool = True) -> SourceResult:
+                  min_interval: float = 0.35, with_benchmark: bool = True,
+                  corporate_actions: bool = False) -> SourceResult:
     """Daily bars from tushare pro (``daily``), the SSE calendar and the CSI 300 close.
+
+    With ``corporate_actions``: the announced dividends (``dividend``, rows 实施 with an ex-date;
+    needs 2000 points) as ``cash_dividend``/``bonus_shares``, ST status from the name history
+    (``namechange``: a name containing "ST") as ``is_st``, and listing dates (``stock_basic``;
+    issue price = the listing day's ``pre_close``). Each of these is optional: a failure warns.
 
     ``token`` defaults to the ``TUSHARE_TOKEN`` environment variable; it is only needed when
     no ``client`` is passed. Calls are spaced ``min_interval`` seconds apart. With
@@ -354,13 +361,31 @@ def fetch_tushare(tickers: str | Iterable[str], start: Any, end: Any, *, token: 
 
     parts = [_bars(call("daily", tic, cache=cache, ts_code=tic, **window), tic, _TUSHARE_DAILY,
                    "tushare daily", start, end) for tic in names]
+    listings = None
+    if corporate_actions:
+        def endpoint(name):  # an endpoint the client lacks is a DataError like any other failure
+            if not hasattr(client, name):
+                raise DataError(f"tushare {name} is not available from this client")
+            return name
+
+        for i, tic in enumerate(names):
+            dividends = _optional("dividend table", lambda: _tushare_dividends(
+                call(endpoint("dividend"), tic, cache=cache, ts_code=tic), tic))
+            names_table = _optional("ST history", lambda: _tushare_names(
+                call(endpoint("namechange"), tic, cache=cache, ts_code=tic), tic))
+            parts[i] = _with_st(_with_dividends(parts[i], dividends), names_table)
+        basics = _optional("listing dates", lambda: pd.concat(
+            [_normalise(call(endpoint("stock_basic"), tic, cache=cache, ts_code=tic, fields="ts_code,list_date"),
+                        tic, _Layout({"list_date": "date"}), "tushare stock_basic", pd.Timestamp.min,
+                        pd.Timestamp.max) for tic in names], ignore_index=True))
+        listings = _listings(basics, parts)
     calendar = _optional("calendar", lambda: _calendar(
         call("trade_cal", "the SSE calendar", cache=cache, exchange="SSE", is_open="1", **window),
         "cal_date", "is_open", "tushare trade_cal", start, end))
     benchmark = _optional("benchmark", lambda: _benchmark(
         call("index_daily", BENCHMARK_TICKER, cache=cache, ts_code=BENCHMARK_TICKER, **window),
         "trade_date", "close", "tushare index_daily", start, end)) if with_benchmark else None
-    return _result(parts, "tushare", calendar, benchmark)
+    return _result(parts, "tushare", calendar, benchmark, listings)
 
 
 # --------------------------------------------------------------------------- akshare
@@ -373,10 +398,14 @@ _AKSHARE_DAILY = _Layout(
 
 
 def fetch_akshare(tickers: str | Iterable[str], start: Any, end: Any, *, client: Any = None,
-                  with_benchmark: bool = True) -> SourceResult:
+                  with_benchmark: bool = True, corporate_actions: bool = False) -> SourceResult:
     """Unadjusted daily bars from akshare (``stock_zh_a_hist``) and the CSI 300 close.
 
-    akshare has no pre-close column and no exchange calendar: ``calendar`` is None.
+    akshare has no pre-close column and no exchange calendar: ``calendar`` is None. With
+    ``corporate_actions``: the back-adjustment factor (``stock_zh_a_daily(adjust="hfq-factor")``,
+    one row per ex-day) as ``adj_factor``, which makes ex-days and dividends exact, and the
+    listing date (``stock_individual_info_em``, 上市时间). akshare has no ST *history* (its ST list
+    is today's), so ``is_st`` stays absent.
     """
     names = normalize_tickers(tickers)
     start, end = _window(start, end)
@@ -386,11 +415,27 @@ def fetch_akshare(tickers: str | Iterable[str], start: Any, end: Any, *, client:
     parts = [_bars(_call("akshare", "stock_zh_a_hist", tic, ak.stock_zh_a_hist,
                          symbol=to_plain_code(tic), period="daily", adjust="", **window),
                    tic, _AKSHARE_DAILY, "akshare stock_zh_a_hist", start, end) for tic in names]
+    listings = None
+    if corporate_actions:
+        for i, tic in enumerate(names):
+            symbol = f"{tic[-2:].lower()}{tic[:6]}"
+            factors = _optional("adjustment factors", lambda: _call(
+                "akshare", "stock_zh_a_daily", tic, ak.stock_zh_a_daily, symbol=symbol, adjust="hfq-factor"))
+            parts[i] = _with_factor(parts[i], factors)
+        infos = []
+        for tic in names:
+            info = _optional("listing date", lambda: _call(
+                "akshare", "stock_individual_info_em", tic, ak.stock_individual_info_em, symbol=to_plain_code(tic)))
+            if isinstance(info, pd.DataFrame) and {"item", "value"} <= set(info.columns):
+                found = info.loc[info["item"].astype(str) == "上市时间", "value"]
+                if len(found):
+                    infos.append({"tic": tic, "date": pd.to_datetime(str(found.iloc[0]), errors="coerce")})
+        listings = _listings(pd.DataFrame(infos) if infos else None, parts)
     benchmark = _optional("benchmark", lambda: _benchmark(
         _call("akshare", "index_zh_a_hist", BENCHMARK_TICKER, ak.index_zh_a_hist,
               symbol=to_plain_code(BENCHMARK_TICKER), period="daily", **window),
         "日期", "收盘", "akshare index_zh_a_hist", start, end)) if with_benchmark else None
-    return _result(parts, "akshare", None, benchmark)
+    return _result(parts, "akshare", None, benchmark, listings)
 
 
 # --------------------------------------------------------------------------- baostock
@@ -414,11 +459,14 @@ def _baostock_frame(result: Any, endpoint: str, label: str) -> pd.DataFrame:
 
 
 def fetch_baostock(tickers: str | Iterable[str], start: Any, end: Any, *, client: Any = None,
-                   with_benchmark: bool = True) -> SourceResult:
+                   with_benchmark: bool = True, corporate_actions: bool = False) -> SourceResult:
     """Unadjusted daily bars from baostock, its trading calendar and the CSI 300 close.
 
     baostock lists suspended days as rows with ``tradestatus`` 0 and volume 0; they are dropped,
-    because a suspension is an absent row in the schema. ``isST`` becomes ``is_st``.
+    because a suspension is an absent row in the schema. ``isST`` becomes ``is_st``. With
+    ``corporate_actions``: the dividends (``query_dividend_data`` by operating year:
+    ``dividCashPsBeforeTax``, ``dividStocksPs`` + ``dividReserveToStockPs`` on
+    ``dividOperateDate``) and the listing date (``query_stock_basic``, ``ipoDate``).
     """
     names = normalize_tickers(tickers)
     start, end = _window(start, end)
@@ -440,6 +488,22 @@ def fetch_baostock(tickers: str | Iterable[str], start: Any, end: Any, *, client
         parts = [_bars(trading(query(to_baostock_code(tic), tic, _BAOSTOCK_FIELDS)), tic,
                        _BAOSTOCK_DAILY, "baostock query_history_k_data_plus", start, end)
                  for tic in names]
+        listings = None
+        if corporate_actions:
+            def dividends(tic):
+                frames = [_baostock_frame(_call("baostock", "query_dividend_data", tic, bs.query_dividend_data,
+                                                code=to_baostock_code(tic), year=str(year), yearType="operate"),
+                                          "query_dividend_data", tic) for year in range(start.year, end.year + 1)]
+                return _baostock_dividends(pd.concat(frames, ignore_index=True), tic)
+
+            for i, tic in enumerate(names):
+                parts[i] = _with_dividends(parts[i], _optional("dividend table", lambda: dividends(tic)))
+            basics = _optional("listing dates", lambda: pd.concat([_normalise(
+                _baostock_frame(_call("baostock", "query_stock_basic", tic, bs.query_stock_basic,
+                                      code=to_baostock_code(tic)), "query_stock_basic", tic),
+                tic, _Layout({"ipoDate": "date"}), "baostock query_stock_basic", pd.Timestamp.min,
+                pd.Timestamp.max) for tic in names], ignore_index=True))
+            listings = _listings(basics, parts)
         calendar = _optional("calendar", lambda: _calendar(
             _baostock_frame(_call("baostock", "query_trade_dates", "the calendar",
                                   bs.query_trade_dates, **window), "query_trade_dates", "the calendar"),
@@ -450,7 +514,119 @@ def fetch_baostock(tickers: str | Iterable[str], start: Any, end: Any, *, client
     finally:
         with contextlib.suppress(Exception):  # a failing logout must not hide the real error
             bs.logout()
-    return _result(parts, "baostock", calendar, benchmark)
+    return _result(parts, "baostock", calendar, benchmark, listings)
+
+
+# --------------------------------------------------------------------------- corporate actions, ST, listings
+
+def _with_dividends(bars: pd.DataFrame, actions: pd.DataFrame | None) -> pd.DataFrame:
+    """Put announced actions (``ex_date, cash_dividend, bonus_shares``) on the first bar on or
+    after each ex-date (a stock suspended on its ex-date goes ex on its next trading day)."""
+    if actions is None or actions.empty or bars.empty:
+        return bars
+    bars = bars.sort_values("date").reset_index(drop=True)
+    position = bars["date"].searchsorted(pd.DatetimeIndex(actions["ex_date"]))
+    inside = (position < len(bars)) & (pd.DatetimeIndex(actions["ex_date"]) >= bars["date"].iloc[0])
+    bars["cash_dividend"] = 0.0
+    bars["bonus_shares"] = 0.0
+    for row, at in zip(actions[inside].itertuples(), position[inside]):
+        bars.loc[at, "cash_dividend"] += float(row.cash_dividend)
+        bars.loc[at, "bonus_shares"] += float(row.bonus_shares)
+    return bars
+
+
+def _actions_frame(ex_dates, cash, shares) -> pd.DataFrame:
+    frame = pd.DataFrame({"ex_date": pd.to_datetime(pd.Series(ex_dates).astype(str).str.strip(), format="mixed",
+                                                    errors="coerce"),
+                          "cash_dividend": pd.to_numeric(pd.Series(cash), errors="coerce").fillna(0.0).to_numpy(),
+                          "bonus_shares": pd.to_numeric(pd.Series(shares), errors="coerce").fillna(0.0).to_numpy()})
+    frame = frame[frame["ex_date"].notna() & ((frame["cash_dividend"] > 0) | (frame["bonus_shares"] > 0))]
+    return frame.drop_duplicates("ex_date").sort_values("ex_date", ignore_index=True)
+
+
+def _tushare_dividends(raw: Any, tic: str) -> pd.DataFrame:
+    """tushare ``dividend``: implemented plans (div_proc 实施) with an ex-date; pre-tax cash."""
+    if not isinstance(raw, pd.DataFrame) or raw.empty:
+        return _actions_frame([], [], [])
+    missing = {"ex_date", "cash_div_tax", "stk_div"} - set(raw.columns)
+    if missing:
+        raise DataError(f"tushare dividend for {tic}: response lacks column(s) {', '.join(sorted(missing))}")
+    done = raw[raw["div_proc"].astype(str).str.strip() == "实施"] if "div_proc" in raw else raw
+    return _actions_frame(done["ex_date"], done["cash_div_tax"], done["stk_div"])
+
+
+def _baostock_dividends(raw: pd.DataFrame, tic: str) -> pd.DataFrame:
+    """baostock ``query_dividend_data``: cash per share before tax, bonus + transfer shares per share."""
+    if raw.empty:
+        return _actions_frame([], [], [])
+    if "dividOperateDate" not in raw:
+        raise DataError(f"baostock query_dividend_data for {tic}: response lacks column dividOperateDate")
+    def numeric(column):
+        return pd.to_numeric(raw.get(column, pd.Series(0.0, index=raw.index)), errors="coerce").fillna(0.0)
+
+    return _actions_frame(raw["dividOperateDate"], numeric("dividCashPsBeforeTax"),
+                          numeric("dividStocksPs") + numeric("dividReserveToStockPs"))
+
+
+def _tushare_names(raw: Any, tic: str) -> pd.DataFrame | None:
+    """tushare ``namechange``: name, start_date, end_date (end empty = still in force)."""
+    if not isinstance(raw, pd.DataFrame) or raw.empty:
+        return None
+    if not {"name", "start_date"} <= set(raw.columns):
+        raise DataError(f"tushare namechange for {tic}: response lacks column(s) name/start_date")
+    frame = pd.DataFrame({
+        "name": raw["name"].astype(str),
+        "start": pd.to_datetime(raw["start_date"].astype(str), format="mixed", errors="coerce"),
+        "end": pd.to_datetime(raw.get("end_date", pd.Series(None, index=raw.index)).astype(str), format="mixed",
+                              errors="coerce"),
+    })
+    return frame[frame["start"].notna()]
+
+
+def _with_st(bars: pd.DataFrame, names: pd.DataFrame | None) -> pd.DataFrame:
+    """``is_st`` = 1 on the days the stock's name carried "ST" (ST, *ST, SST ...)."""
+    if names is None or names.empty:
+        return bars
+    bars = bars.copy()
+    st = pd.Series(0.0, index=bars.index)
+    for row in names.itertuples():
+        if "ST" in row.name.upper():
+            end = row.end if pd.notna(row.end) else pd.Timestamp.max
+            st[(bars["date"] >= row.start) & (bars["date"] <= end)] = 1.0
+    bars["is_st"] = st
+    return bars
+
+
+def _with_factor(bars: pd.DataFrame, factors: Any) -> pd.DataFrame:
+    """A factor table (date + one factor column, a row per change) as the bars' ``adj_factor``."""
+    if not isinstance(factors, pd.DataFrame) or factors.empty or "date" not in factors or len(factors.columns) < 2:
+        return bars
+    value = [c for c in factors.columns if c != "date"][0]
+    table = pd.DataFrame({"date": pd.to_datetime(factors["date"].astype(str), format="mixed", errors="coerce")
+                          .astype("datetime64[ns]"),
+                          "adj_factor": pd.to_numeric(factors[value], errors="coerce")}).dropna()
+    table = table.sort_values("date")
+    merged = pd.merge_asof(bars.sort_values("date").astype({"date": "datetime64[ns]"}), table, on="date",
+                           direction="backward")
+    merged["adj_factor"] = merged["adj_factor"].fillna(1.0) if table["date"].min() <= merged["date"].min() \
+        else merged["adj_factor"].bfill()
+    return merged
+
+
+def _listings(basics: pd.DataFrame | None, parts: list[pd.DataFrame]) -> pd.DataFrame | None:
+    """``tic, list_date, issue_price``; the issue price is the listing day's ``pre_close``
+    where the bars include the listing day and carry one (tushare: the IPO price)."""
+    if basics is None or basics.empty:
+        return None
+    rows = []
+    for row in basics.dropna(subset=["date"]).itertuples():
+        price = None
+        for part in parts:
+            day = part[(part["tic"] == row.tic) & (part["date"] == row.date)]
+            if len(day) and "pre_close" in day and pd.notna(day["pre_close"].iloc[0]):
+                price = float(day["pre_close"].iloc[0])
+        rows.append({"tic": row.tic, "list_date": row.date, "issue_price": price})
+    return pd.DataFrame(rows) if rows else None
 
 
 # --------------------------------------------------------------------------- your own file

@@ -47,7 +47,16 @@ class EnvConfig:
     ruin_fraction: float = 0.1
     """The episode *terminates* (ruin) when wealth falls below this fraction of initial cash."""
     fees: rules.FeeSchedule = field(default_factory=rules.FeeSchedule)
-    """Commission, stamp duty and transfer fee; stamp duty and transfer fee follow the date."""
+    """Commission, stamp duty and transfer fee; stamp duty and transfer fee follow the date and exchange."""
+    slippage: float = 0.0005
+    """Fill price moves this fraction against the trader (buys higher, sells lower, never beyond
+    the day's limits): 5 bp, half a one-tick spread on a ¥10 stock, zipline's default."""
+    impact: float = 0.0
+    """Extra slippage ``impact × participation²`` (participation = order / the day's volume),
+    zipline's ``VolumeShareSlippage`` form (it uses 0.1); 0 by default."""
+    max_participation: float = 0.1
+    """At most this share of the fill day's traded volume fills per stock and day (zipline's
+    default 10 %); ``inf`` turns the cap off."""
 
     def __post_init__(self):
         if self.execution not in ("open", "close"):
@@ -58,6 +67,12 @@ class EnvConfig:
             raise ValueError(f"horizon must be >= 1 or None, got {self.horizon}")
         if self.initial_cash <= 0 or self.max_lots < 1:
             raise ValueError("initial_cash must be > 0 and max_lots >= 1")
+        if not 0.0 <= self.slippage < 0.1:
+            raise ValueError(f"slippage must be in [0, 0.1), got {self.slippage}")
+        if not self.impact >= 0.0:
+            raise ValueError(f"impact must be >= 0, got {self.impact}")
+        if not self.max_participation > 0.0:
+            raise ValueError(f"max_participation must be > 0 (inf: no cap), got {self.max_participation}")
 
 
 class Account(NamedTuple):
@@ -73,29 +88,45 @@ class Account(NamedTuple):
 
 
 class MarketArrays(NamedTuple):
-    """The market tensors a step reads, plus per-day fee rates (a plain tuple, vmap-friendly)."""
+    """The market tensors a step reads, plus per-day fee rates and per-stock lot rules (a plain
+    tuple, vmap-friendly)."""
 
     open: torch.Tensor
     close: torch.Tensor
     pre_close: torch.Tensor
     split_ratio: torch.Tensor
+    dividend: torch.Tensor
+    volume: torch.Tensor
     up_limit: torch.Tensor
     down_limit: torch.Tensor
     tradable: torch.Tensor
     features: torch.Tensor
-    stamp_rate: torch.Tensor     # [D]
-    transfer_rate: torch.Tensor  # [D]
+    stamp_buy: torch.Tensor           # [D, S]
+    stamp_sell: torch.Tensor          # [D, S]
+    transfer_value: torch.Tensor      # [D, S]
+    transfer_per_share: torch.Tensor  # [D, S]
+    lot_minimum: torch.Tensor         # [S]
+    lot_step: torch.Tensor            # [S]
 
     @classmethod
     def from_market(cls, market: MarketData, fees: rules.FeeSchedule) -> "MarketArrays":
-        stamp, transfer = fees.rates_on(market.dates)
-        as_rate = lambda a: torch.as_tensor(a, dtype=market.close.dtype, device=market.device)  # noqa: E731
-        return cls(market.open, market.close, market.pre_close, market.split_ratio, market.up_limit,
-                   market.down_limit, market.tradable, market.features, as_rate(stamp), as_rate(transfer))
+        rates = fees.day_rates(market.dates, market.tickers)
+        as_float = lambda a: torch.as_tensor(a, dtype=market.close.dtype, device=market.device)  # noqa: E731
+        lots = [rules.lot_rule(t) for t in market.tickers]
+        return cls(market.open, market.close, market.pre_close, market.split_ratio, market.dividend,
+                   market.volume, market.up_limit, market.down_limit, market.tradable, market.features,
+                   as_float(rates["stamp_buy"]), as_float(rates["stamp_sell"]), as_float(rates["transfer_value"]),
+                   as_float(rates["transfer_per_share"]), as_float([lot.minimum for lot in lots]),
+                   as_float([lot.step for lot in lots]))
 
     @property
     def num_days(self) -> int:
         return int(self.close.shape[0])
+
+    def rates_on(self, day) -> rules.DayRates:
+        """The fee rates of trading day ``day`` (an index tensor of any leading shape)."""
+        return rules.DayRates(self.stamp_buy[day], self.stamp_sell[day], self.transfer_value[day],
+                              self.transfer_per_share[day])
 
 
 def observation_size(num_stocks: int, num_features: int) -> int:
@@ -141,32 +172,44 @@ def wanted_shares(action, account: Account, price, config: EnvConfig):
 
 
 def step_account(account: Account, action: torch.Tensor, market: MarketArrays, config: EnvConfig):
-    """Advance one trading day. Returns ``account, reward, terminated, truncated, fee, traded``.
+    """Advance one trading day. Returns ``account, reward, terminated, truncated, fee, traded,
+    dividend`` (``dividend``: cash dividends received, yuan).
 
     Order of events in ``execution="open"`` mode: the corporate action effective on day t+1
-    adjusts holdings, orders fill at t+1's open under t+1's limits, then the account is valued
-    at t+1's close. In ``close`` mode orders fill at t's close under t's limits first.
+    (cash dividend paid, bonus shares added) adjusts the account, orders fill at t+1's open under
+    t+1's limits, then the account is valued at t+1's close. In ``close`` mode orders fill at t's
+    close under t's limits first. Fills pay slippage and are capped by the fill day's volume
+    (`EnvConfig.slippage`, `EnvConfig.max_participation`).
     """
     next_day = account.day + 1
     cash, holdings = account.cash, account.holdings
     if config.execution == "open":
+        dividend_paid = (holdings * market.dividend[next_day]).sum(-1)
         cash, holdings = rules.apply_corporate_action(cash, holdings, market.split_ratio[next_day],
-                                                      market.pre_close[next_day])
+                                                      market.pre_close[next_day], market.dividend[next_day])
         fill_day = next_day
         price = market.open[fill_day]
     else:
         fill_day = account.day
         price = market.close[fill_day]
-    can_buy, can_sell = rules.tradable_sides(price, market.up_limit[fill_day], market.down_limit[fill_day],
-                                             market.tradable[fill_day])
+    up_limit, down_limit = market.up_limit[fill_day], market.down_limit[fill_day]
+    can_buy, can_sell = rules.tradable_sides(price, up_limit, down_limit, market.tradable[fill_day])
     moved = account._replace(cash=cash, holdings=holdings)
     sellable = rules.sellable_shares(holdings, account.bought, account.bought_day == fill_day)
+    wanted = wanted_shares(action, moved, price, config)
+    volume = market.volume[fill_day]
+    max_shares = rules.participation_cap(volume, config.max_participation)
+    participation = torch.minimum(wanted.abs(), max_shares) / volume.clamp(min=1.0)
+    buy_price, sell_price = rules.fill_prices(price, up_limit, down_limit, config.slippage, config.impact,
+                                              participation)
     cash, holdings, bought, fee, traded = rules.execute_orders(
-        cash, holdings, sellable, wanted_shares(action, moved, price, config), price, can_buy, can_sell,
-        config.fees, market.stamp_rate[fill_day], market.transfer_rate[fill_day])
+        cash, holdings, sellable, wanted, price, can_buy, can_sell, config.fees, market.rates_on(fill_day),
+        lot_minimum=market.lot_minimum, lot_step=market.lot_step, max_shares=max_shares,
+        buy_price=buy_price, sell_price=sell_price)
     if config.execution == "close":
+        dividend_paid = (holdings * market.dividend[next_day]).sum(-1)
         cash, holdings = rules.apply_corporate_action(cash, holdings, market.split_ratio[next_day],
-                                                      market.pre_close[next_day])
+                                                      market.pre_close[next_day], market.dividend[next_day])
     wealth = cash + (holdings * market.close[next_day]).sum(-1)
     reward = (wealth - account.wealth) * (config.reward_scale / config.initial_cash)
     terminated = wealth < config.ruin_fraction * config.initial_cash
@@ -176,7 +219,7 @@ def step_account(account: Account, action: torch.Tensor, market: MarketArrays, c
     truncated = truncated & ~terminated
     new_account = Account(cash, holdings, wealth, next_day, account.start_day, bought,
                           torch.full_like(account.bought_day, 0) + fill_day)
-    return new_account, reward, terminated, truncated, fee, traded
+    return new_account, reward, terminated, truncated, fee, traded, dividend_paid
 
 
 def _int64(constant: int) -> int:

@@ -14,7 +14,8 @@ class StockTradingEnv(gym.Env):
 
     Uses the same step function and rules as the batched envs (see `finrl_tutorial.envs.core`).
     ``terminated`` means ruin; ``truncated`` means the horizon or the data's end was reached.
-    ``info`` has ``wealth``, ``fee``, ``traded_value``, ``day`` and ``date``.
+    ``info`` has ``wealth``, ``fee``, ``traded_value``, ``dividend`` (cash dividends received on
+    the step), ``day`` and ``date``.
     """
 
     metadata = {"render_modes": []}
@@ -50,7 +51,7 @@ class StockTradingEnv(gym.Env):
         if self.account is None:
             raise RuntimeError("call reset() before step()")
         action = torch.as_tensor(np.asarray(action, dtype=np.float64), dtype=self.dtype)
-        self.account, reward, terminated, truncated, fee, traded = step_account(
+        self.account, reward, terminated, truncated, fee, traded, dividend = step_account(
             self.account, action, self.arrays, self.config)
-        info = self._info(fee=float(fee), traded_value=float(traded))
+        info = self._info(fee=float(fee), traded_value=float(traded), dividend=float(dividend))
         return self._obs(), float(reward), bool(terminated), bool(truncated), info

@@ -17,9 +17,9 @@ class VecStockTradingEnv:
     ``SAME_STEP`` autoreset): the returned ``obs`` is the new episode's first observation and
     ``info["final_obs"]`` holds the observation the finished episode ended on (rows of envs that
     did not finish hold their ordinary next observation). ``info`` also has ``wealth`` (before
-    any reset), ``fee`` and ``traded_value`` per env. The step keeps static shapes and never
-    synchronises with the host, so it can be captured in a CUDA graph or compiled with
-    ``torch.compile(fullgraph=True)``.
+    any reset), ``fee``, ``traded_value`` and ``dividend`` (cash dividends received) per env. The
+    step keeps static shapes and never synchronises with the host, so it can be captured in a
+    CUDA graph or compiled with ``torch.compile(fullgraph=True)``.
     """
 
     def __init__(self, market: MarketData, num_envs: int, config: EnvConfig | None = None, *,
@@ -65,7 +65,7 @@ class VecStockTradingEnv:
         if self.account is None:
             raise RuntimeError("call reset() before step()")
         action = action.to(device=self.device, dtype=self.dtype)
-        stepped, reward, terminated, truncated, fee, traded = self._step_accounts(action)
+        stepped, reward, terminated, truncated, fee, traded, dividend = self._step_accounts(action)
         final_obs = observe(stepped, self.arrays)
         done = terminated | truncated
         fresh = self._fresh_accounts()
@@ -74,7 +74,8 @@ class VecStockTradingEnv:
         for target, new, old in zip(self.account, fresh, stepped):
             target.copy_(torch.where(done.view(-1, *([1] * (new.dim() - 1))), new, old))
         obs = torch.where(done.unsqueeze(-1), observe(self.account, self.arrays), final_obs)
-        info = {"final_obs": final_obs, "wealth": stepped.wealth, "fee": fee, "traded_value": traded}
+        info = {"final_obs": final_obs, "wealth": stepped.wealth, "fee": fee, "traded_value": traded,
+                "dividend": dividend}
         return obs, reward, terminated, truncated, info
 
 
