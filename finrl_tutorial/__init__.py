@@ -13,7 +13,7 @@ from .data import (DataError, MarketData, PreparedMarket, load_market, load_samp
 from .data.synthetic import SyntheticMarket, SyntheticSpec, make_synthetic, oracle_capture
 from .envs import EnvConfig, StockTradingEnv, VecStockTradingEnv, VmapStockTradingEnv
 from .rules import FeeSchedule
-from .train import TrainingError, TrainResult, agent_from_checkpoint, load_checkpoint, train
+from .train import TrainingError, TrainResult, agent_from_checkpoint, initial_agent, load_checkpoint, train
 
 __version__ = "0.1.0"
 
@@ -22,7 +22,7 @@ __all__ = [
     "MarketData", "PPOConfig", "PreparedMarket", "StockTradingEnv", "SyntheticMarket", "SyntheticSpec",
     "TrainResult", "TrainingError", "VecStockTradingEnv", "VmapStockTradingEnv", "agent_from_checkpoint",
     "agent_policy", "backtest", "buy_and_hold_baseline", "constant_action_baseline", "equal_shares_baseline",
-    "load_checkpoint", "load_market", "load_sample", "make_config", "make_synthetic", "oracle_capture",
+    "initial_agent", "load_checkpoint", "load_market", "load_sample", "make_config", "make_synthetic", "oracle_capture",
     "performance_summary", "plot_band", "plot_bars", "plot_equity", "plot_learning_curve", "plot_weights",
     "prepare_market", "random_baseline", "run_policy", "sharpe_difference_ci", "train", "validate_bars",
 ]

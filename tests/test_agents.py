@@ -310,7 +310,7 @@ def test_ppo_learns_to_hold_the_rising_stock(edge_market, seed):
     untrained = ActorCritic(1 + 2 * (edge_market.test.num_features + 3), 2)
     assert _final_weights(untrained, edge_market.test, env_config)[0] < 0.05  # it has to learn to buy
 
-    config = make_config("ppo", num_envs=16, horizon_len=32, batch_size=256, repeat_times=4, total_steps=4096,
+    config = make_config("ppo", num_envs=16, horizon_len=32, batch_size=256, repeat_times=4, total_steps=8192,
                          learning_rate=1e-3, seed=seed)
     result = train(edge_market, config, env_config, eval_every=0, progress=False)
     result_bt = backtest(agent_policy(result.agent), edge_market.test, env_config, random_seed=seed)

@@ -149,7 +149,7 @@ def test_train_then_backtest(capsys, tmp_path):
     assert code == 0, err
     result = json.loads((tmp_path / "bt" / "backtest.json").read_text())
     assert result["split"] == "test"
-    assert set(result["metrics"]) == {"agent", "equal_weight_buy_and_hold", "random"}
+    assert set(result["metrics"]) == {"agent", "equal_weight_buy_and_hold", "equal_shares_buy_and_hold", "constant_action", "random"}
     # the same checkpoint on the same split: the backtest reproduces the report's agent row
     assert result["metrics"]["agent"]["final_wealth"] == pytest.approx(report["agent"]["final_wealth"])
     assert (tmp_path / "bt" / "equity.png").stat().st_size > 1000

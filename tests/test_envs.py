@@ -477,7 +477,7 @@ def test_close_execution_fills_at_decision_close(sse15):
     action[col] = 1.0
     _, _, _, _, info = env.step(action)
     assert info["traded_value"] == pytest.approx(10_000 * float(full.close[start, col]) * 1.0005)
-    env = StockTradingEnv(full, EnvConfig(horizon=None, execution="close", slippage=0.0))
+    env = StockTradingEnv(full, EnvConfig(horizon=None, execution="close", slippage=0.0, action_mode="shares"))
     env.reset(options={"start_day": start})
     _, _, _, _, info = env.step(action)
     assert info["traded_value"] == pytest.approx(10_000 * float(full.close[start, col]))
@@ -537,7 +537,7 @@ def test_cash_dividend_paid_on_the_ex_day(synthetic_bars, execution):
     from finrl_tutorial.backtest.runner import run_policy
 
     market, ex = _dividend_market(synthetic_bars)
-    env = StockTradingEnv(market, EnvConfig(horizon=None, execution=execution))
+    env = StockTradingEnv(market, EnvConfig(horizon=None, execution=execution, action_mode="shares"))
     env.reset(options={"start_day": ex - 5})
     buy = np.zeros(4)
     buy[0] = 0.1  # 10 lots
@@ -560,7 +560,7 @@ def test_cash_dividend_paid_on_the_ex_day(synthetic_bars, execution):
         calls[0] += 1
         return torch.tensor([buy]) if calls[0] == 1 else torch.zeros(1, 4)
 
-    record = run_policy(policy, market.slice_days(ex - 5, market.num_days), EnvConfig(execution=execution))
+    record = run_policy(policy, market.slice_days(ex - 5, market.num_days), EnvConfig(execution=execution, action_mode="shares"))
     assert record.dividends.sum() == pytest.approx(300.0, abs=1e-9)
     assert record.dividends[pd.Timestamp(market.dates[ex])] == pytest.approx(300.0, abs=1e-9)
 
@@ -577,7 +577,7 @@ def test_detected_ex_rights_day_moves_with_the_market(sse15):
     assert market_move == pytest.approx(-0.0206, abs=5e-5)
     ratio = float(full.split_ratio[ex, col])
     assert ratio == pytest.approx(1.2541, abs=1e-4)
-    env = StockTradingEnv(full, EnvConfig(horizon=None, random_start=False))
+    env = StockTradingEnv(full, EnvConfig(horizon=None, random_start=False, action_mode="shares"))
     env.reset(options={"start_day": ex - 4})
     buy = np.zeros(15)
     buy[col] = 1.0  # 100 lots
@@ -600,13 +600,13 @@ def test_participation_cap_in_the_env(synthetic_bars):
     bars = synthetic_bars(days=20, seed=10)
     bars["volume"] = 25_000.0  # 10 % = 2,500 shares a day
     market = prepare_market(bars, indicators=()).full
-    env = StockTradingEnv(market, EnvConfig(horizon=None))
+    env = StockTradingEnv(market, EnvConfig(horizon=None, action_mode="shares"))
     env.reset(options={"start_day": 2})
     env.step(np.array([1.0, 0.0]))  # asks for 100 lots = 10,000 shares
     assert float(env.account.holdings[0]) == 2_500
     env.step(np.array([1.0, 0.0]))
     assert float(env.account.holdings[0]) == 5_000
-    uncapped = StockTradingEnv(market, EnvConfig(horizon=None, max_participation=float("inf")))
+    uncapped = StockTradingEnv(market, EnvConfig(horizon=None, max_participation=float("inf"), action_mode="shares"))
     uncapped.reset(options={"start_day": 2})
     uncapped.step(np.array([1.0, 0.0]))
     assert float(uncapped.account.holdings[0]) == 10_000

@@ -203,7 +203,7 @@ def test_an_exception_in_a_worker_is_reported_with_its_traceback(edge_market):
     config = _tiny_config()
     with WorkerPool(edge_market.train, config, EDGE_ENV, num_workers=2, seed=0, timeout_s=60) as pool:
         pool._send(0, ("crash", "boom in the env"))
-        agent = ActorCritic(pool.observation_dim, pool.action_dim, config.hidden_sizes)
+        agent = ActorCritic.from_config(pool.observation_dim, pool.action_dim, config, pool.action_mode)
         with pytest.raises(WorkerError, match=r"(?s)worker 0 \(pid \d+\) raised during collect \(exit code 1\)"
                                               r".*RuntimeError: boom in the env"):
             pool.collect(agent, config.horizon_len)

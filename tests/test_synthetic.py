@@ -235,9 +235,11 @@ def test_oracle_record_forces_target_weights():
 
 @pytest.mark.parametrize("family", SIGNALS)
 def test_oracle_earns_its_planted_edge(family):
+    # the price-only edges flip daily (turnover ~1.2 a day): with fees and slippage they need a stronger signal
+    ic = 0.2 if family in ("momentum", "reversal") else 0.15
     excesses = []
     for seed in (0, 1, 2):
-        syn = _market(family=family, ic=0.15, seed=seed)
+        syn = _market(family=family, ic=ic, seed=seed)
         oracle = syn.oracle_record("test", EnvConfig())
         baseline = buy_and_hold_baseline(syn.market.test, EnvConfig())
         excess, t_stat = _excess_stats(oracle, baseline)

@@ -344,9 +344,11 @@ def test_backtest_rows_agent_baselines_and_index(sse15):
     dates = pd.DatetimeIndex(test.dates)
     benchmark = pd.Series(np.linspace(3000.0, 3600.0, len(dates)), index=dates)
     result = runner.backtest(runner.agent_policy(agent), test, EnvConfig(), benchmark=benchmark, random_seed=1)
-    assert list(result.records) == ["agent", "equal_weight_buy_and_hold", "random", "csi300"]
+    assert list(result.records) == ["agent", "equal_weight_buy_and_hold", "equal_shares_buy_and_hold", "constant_action",
+                                   "random", "csi300"]
     table = result.table()
-    assert list(table.index) == ["agent", "equal_weight_buy_and_hold", "random", "csi300"]
+    assert list(table.index) == ["agent", "equal_weight_buy_and_hold", "equal_shares_buy_and_hold", "constant_action",
+                                 "random", "csi300"]
     metrics = result.metrics
     for name, record in result.records.items():
         assert len(record.wealth) == test.num_days and record.wealth.iloc[0] == 1_000_000.0
@@ -357,10 +359,11 @@ def test_backtest_rows_agent_baselines_and_index(sse15):
     # seeded: the same random row again, another seed another row
     again = runner.backtest(None, test, EnvConfig(), random_seed=1)
     other = runner.backtest(None, test, EnvConfig(), random_seed=2)
-    assert list(again.records) == ["equal_weight_buy_and_hold", "random"]
+    assert list(again.records) == ["equal_weight_buy_and_hold", "equal_shares_buy_and_hold", "constant_action", "random"]
     pd.testing.assert_series_equal(again.records["random"].wealth, result.records["random"].wealth)
     assert not again.records["random"].wealth.equals(other.records["random"].wealth)
-    assert list(runner.backtest(None, test, EnvConfig(), random_seed=None).records) == ["equal_weight_buy_and_hold"]
+    assert list(runner.backtest(None, test, EnvConfig(), random_seed=None).records) == [
+        "equal_weight_buy_and_hold", "equal_shares_buy_and_hold", "constant_action"]
     # an index that does not cover the split is left out
     short = benchmark.iloc[10:]
     assert "csi300" not in runner.backtest(None, test, EnvConfig(), benchmark=short, random_seed=None).records

@@ -10,31 +10,22 @@ from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
-import torch
 
-from ..agents import ActorCritic, PPOConfig
+from ..agents import PPOConfig
 from ..atomic import atomic_open
 from ..backtest.metrics import sharpe_difference_ci
 from ..backtest.runner import TABLE_COLUMNS, agent_policy, backtest
 from ..bench import machine
 from ..data.clean import PreparedMarket
-from ..envs import EnvConfig, observation_size
+from ..envs import EnvConfig
 from .checkpoint import config_to_dict
-from .trainer import train
+from .trainer import initial_agent, train
 
 
 def write_json(obj, path: Path) -> None:
     """Write JSON atomically (temp file + rename); NaN/inf are refused, not written."""
     with atomic_open(path) as stream:
         json.dump(obj, stream, indent=2, allow_nan=False)
-
-
-def initial_agent(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig) -> ActorCritic:
-    """The agent as `train` starts it for ``config.seed``: the untrained baseline."""
-    torch.manual_seed(config.seed)
-    data = market.train
-    return ActorCritic.from_config(observation_size(data.num_stocks, data.num_features), data.num_stocks, config,
-                                   env_config.action_mode).eval()
 
 
 def _mean_std(per_seed: list[dict]) -> tuple[dict, dict]:
@@ -72,7 +63,7 @@ def run_experiment(market: PreparedMarket, config: PPOConfig, env_config: EnvCon
                 pool.close()
         results.append(result)
         if is_main:
-            untrained = initial_agent(market, replace(config, seed=seed), env_config)
+            untrained = initial_agent(market.train, replace(config, seed=seed), env_config).eval()
             backtests.append(backtest(agent_policy(result.agent), market.test, env_config, benchmark=market.benchmark,
                                       random_seed=seed, others={"untrained_agent": agent_policy(untrained)}))
     if not is_main:

@@ -21,7 +21,8 @@ from tqdm import tqdm  # the plain bar: tqdm.auto needs ipywidgets in notebooks
 from ..agents import ActorCritic, PPOConfig, Rollout, collect_rollout, make_optimizer, policy_loss_for, update
 from ..backtest.runner import agent_policy, run_policy
 from ..data.clean import PreparedMarket
-from ..envs import Account, EnvConfig, VecStockTradingEnv
+from ..data.market import MarketData
+from ..envs import Account, EnvConfig, VecStockTradingEnv, observation_size
 from .checkpoint import atomic_save, config_to_dict, load_checkpoint
 
 LOG_COLUMNS = (
@@ -88,6 +89,13 @@ class CsvLog:
         return pd.DataFrame(self.rows, columns=list(LOG_COLUMNS))
 
 
+def initial_agent(market: MarketData, config: PPOConfig, env_config: EnvConfig) -> ActorCritic:
+    """The agent `train` starts from for ``config.seed`` (also the backtests' untrained baseline)."""
+    torch.manual_seed(config.seed)
+    return ActorCritic.from_config(observation_size(market.num_stocks, market.num_features), market.num_stocks,
+                                   config, env_config.action_mode)
+
+
 def _account_state(env: VecStockTradingEnv) -> dict:
     return {name: tensor.cpu() for name, tensor in env.account._asdict().items()}
 
@@ -113,7 +121,6 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
     device = torch.device(distributed.device if distributed else config.device)
 
     seed = config.seed + 1000 * rank  # each rank its own env starts and noise, same initial weights
-    torch.manual_seed(config.seed)
     world_size = distributed.world_size if distributed else 1
     if worker_pool is not None:
         env = worker_pool
@@ -124,7 +131,7 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
             start_window = shard_start_windows(market.train.num_days, world_size)[rank]
         env = VecStockTradingEnv(market.train, config.num_envs, env_config, device=device, seed=seed,
                                  start_window=start_window)
-    agent = ActorCritic.from_config(env.observation_dim, env.action_dim, config, env_config.action_mode).to(device)
+    agent = initial_agent(market.train, config, env_config).to(device)
     torch.manual_seed(seed)
     learner = distributed.wrap(agent) if distributed else agent
     optimizer = make_optimizer(agent, config)
