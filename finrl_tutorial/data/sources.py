@@ -42,7 +42,7 @@ from .schema import DataError, canonical_ticker, exchange_of, validate_bars
 
 __all__ = [
     "SourceResult", "MissingTokenError", "fetch_tushare", "fetch_akshare", "fetch_baostock",
-    "read_bars", "to_plain_code", "to_baostock_code", "from_plain_code",
+    "read_bars", "read_csv_bars", "to_plain_code", "to_baostock_code", "from_plain_code",
 ]
 
 BENCHMARK_NAME = "CSI 300"
@@ -446,6 +446,20 @@ def fetch_baostock(tickers: str | Iterable[str], start: Any, end: Any, *, client
 
 # --------------------------------------------------------------------------- your own file
 
+def read_csv_bars(path: str | os.PathLike) -> pd.DataFrame:
+    """The raw table of a bar file (CSV, compressed is fine), not yet validated."""
+    path = Path(path).expanduser()
+    if path.is_dir():
+        raise DataError(f"{path} is a folder, not a bar file (CSV)")
+    if not path.is_file():
+        raise DataError(f"bar file not found: {path}")
+    try:  # keep codes like 000001 intact, whatever the case of the header
+        return pd.read_csv(path, dtype={"tic": str, "TIC": str, "Tic": str})
+    except Exception as exc:
+        problem = _one_line(exc)
+    raise DataError(f"cannot read bar file {path}: {problem}")
+
+
 def read_bars(path_or_frame: str | os.PathLike | pd.DataFrame, date_format: str | None = None) -> SourceResult:
     """Bars from a CSV file (compressed is fine) or a DataFrame already in the schema.
 
@@ -454,19 +468,7 @@ def read_bars(path_or_frame: str | os.PathLike | pd.DataFrame, date_format: str 
     if isinstance(path_or_frame, pd.DataFrame):
         frame = path_or_frame
     elif isinstance(path_or_frame, (str, os.PathLike)):
-        path = Path(path_or_frame).expanduser()
-        if path.is_dir():
-            raise DataError(f"{path} is a folder, not a bar file (CSV)")
-        if not path.is_file():
-            raise DataError(f"bar file not found: {path}")
-        try:
-            frame = pd.read_csv(path, dtype={"tic": str, "TIC": str, "Tic": str})  # keep codes like 000001 intact
-        except Exception as exc:
-            problem = _one_line(exc)
-        else:
-            problem = None
-        if problem:
-            raise DataError(f"cannot read bar file {path}: {problem}")
+        frame = read_csv_bars(path_or_frame)
     else:
         raise DataError(f"expected a CSV path or a DataFrame, got {type(path_or_frame).__name__}")
     return SourceResult(bars=validate_bars(frame, min_history=1, date_format=date_format), source="csv")
