@@ -62,6 +62,9 @@ PRE_CLOSE_RANGE = (1 / 20, 20.0)
 """close / pre_close must lie in this range: wider than any limit, IPO day included; a price
 in another unit (fen, thousands) is far outside."""
 
+FACTOR_LIMIT = 1e100
+"""A user factor's values must lie within ±this (their squares must not overflow)."""
+
 _INDEX_LIKE = re.compile(r"unnamed: \d+|level_\d+|index")
 
 
@@ -210,7 +213,7 @@ def parse_dates(values: pd.Series, column: str = "date", date_format: str | None
         whole = values.astype(float)
         if not (whole == whole.round()).all() or not whole.between(1e7, 1e8 - 1).all():
             example = values[~(whole.between(1e7, 1e8 - 1) & (whole == whole.round()))].iloc[0]
-            raise DataError(f"dates in column {column!r} are numbers that are not YYYYMMDD (e.g. {example!r}): "
+            raise DataError(f"dates in column {column!r} are numbers that are not YYYYMMDD (e.g. {_show(example)}): "
                             "write them as YYYY-MM-DD")
         values = whole.astype("int64").astype(str)
     if values.map(lambda v: isinstance(v, (pd.Timestamp, np.datetime64)) or hasattr(v, "year")).all():
@@ -285,15 +288,12 @@ def _dominating_value(values: pd.Series) -> int | None:
     if len(finite) < 20:
         return None
     deviation = (finite - finite.median()).to_numpy()
-    scale = np.abs(deviation).max()
-    if scale == 0:
-        return None
-    deviation = deviation / scale  # no overflow for values near the float limit
     worst = int(np.abs(deviation).argmax())
     rest = np.delete(deviation, worst)
-    if rest.std() == 0:
+    rest_std = rest.std()
+    if rest_std == 0:
         return None  # a rare-event dummy: the other values are all alike anyway
-    return finite.index[worst] if deviation.std() > 10 * rest.std() else None
+    return finite.index[worst] if abs(deviation[worst]) / np.sqrt(len(deviation)) > 10 * rest_std else None
 
 
 def validate_bars(frame: pd.DataFrame, min_history: int = 2, date_format: str | None = None) -> pd.DataFrame:
@@ -424,6 +424,8 @@ def _check_factor(frame: pd.DataFrame, column: str) -> None:
     else:
         values = raw.astype("float64")
     _check(frame, np.isinf(values), f"non-finite value in user factor {column!r}", column)
+    _check(frame, values.abs() > FACTOR_LIMIT, f"user factor {column!r} beyond ±{FACTOR_LIMIT:g} (cannot be "
+           "normalised)", column)
     worst = _dominating_value(values)
     if worst is not None:
         raise DataError(f"one value of user factor {column!r} swamps all others (z-scoring would squash them to ~0) "

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import asdict, fields
 from pathlib import Path
 
@@ -55,13 +56,18 @@ class MissingCheckpointError(CheckpointError, FileNotFoundError):
 _REQUIRED_KEYS = ("model", "config", "env_config", "obs_dim", "action_dim", "tickers", "feature_names")
 
 
+_PREAMBLE = ("Weights only load failed", "Check the documentation", "Please file an issue", "WeightsUnpickler error")
+
+
 def _reason(error: Exception, limit: int = 300) -> str:
-    """torch.load's error as one short line (its weights-only errors span a dozen lines of advice)."""
+    """torch.load's error as one short line: the reason, without the dozen lines of advice around
+    it (a refused pickle says which global it tried to load)."""
     text = str(error)
     if "WeightsUnpickler error:" in text:
         text = text.split("WeightsUnpickler error:", 1)[1]
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    line = lines[0] if lines else type(error).__name__
+    reasons = [line for line in lines if not line.startswith(_PREAMBLE)]
+    line = (reasons or lines or [type(error).__name__])[0]
     return line if len(line) <= limit else line[:limit - 3] + "..."
 
 
@@ -73,7 +79,9 @@ def load_checkpoint(path: str | os.PathLike, device="cpu") -> dict:
     if not path.is_file():
         raise MissingCheckpointError(f"no checkpoint at {path}")
     try:
-        state = torch.load(path, map_location=device, weights_only=True)
+        with warnings.catch_warnings():  # torch warns about odd pickle protocols on stderr: the error says it
+            warnings.simplefilter("ignore")
+            state = torch.load(path, map_location=device, weights_only=True)
     except Exception as error:
         raise CheckpointError(f"{path} is not a readable finrl_tutorial checkpoint: {_reason(error)}") from None
     if not isinstance(state, dict) or "model" not in state or "config" not in state:
