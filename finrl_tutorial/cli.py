@@ -224,16 +224,17 @@ def cmd_backtest(args) -> int:
         raise InputError(f"the checkpoint was trained on features {state['feature_names']}, "
                          f"but the data has {market.feature_names}")
     result = backtest(agent_policy(agent), market, env_config, benchmark=prepared.benchmark)
-    import pandas as pd
-    with pd.option_context("display.width", 160, "display.float_format", "{:.4f}".format):
-        print(f"{args.split} split {market.first_date}..{market.last_date}")
-        print(result.table().to_string())
-    if out is not None:
+    if out is not None:  # written before printing: a closed stdout cannot lose them
         from .train.experiment import write_json
         write_json({"checkpoint": str(args.checkpoint), "split": args.split,
                     "dates": [market.first_date, market.last_date], "metrics": result.metrics},
                    out / "backtest.json")
         result.plot(path=out / "equity.png", title=f"{args.split} split")
+    import pandas as pd
+    with pd.option_context("display.width", 160, "display.float_format", "{:.4f}".format):
+        print(f"{args.split} split {market.first_date}..{market.last_date}")
+        print(result.table().to_string())
+    if out is not None:
         print(f"wrote {out}/backtest.json and equity.png")
     return 0
 

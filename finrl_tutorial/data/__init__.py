@@ -71,20 +71,23 @@ def load_market(source="sample", *, tickers=None, start=None, end=None, splits=N
         if missing:
             raise DataError(f"ticker(s) not in the data: {', '.join(missing)}")
     covers = f"{bars['date'].min().date()}..{bars['date'].max().date()}"
-    if first is not None:
-        bars = bars[bars["date"] >= first]
     if last is not None:
         bars = bars[bars["date"] <= last]
-    if bars.empty:
+    # bars before `start` stay as history: they warm up the indicators, so a day's features do
+    # not depend on where the window starts (a backtest on any window sees the training inputs)
+    window = bars[bars["date"] >= first] if first is not None else bars
+    if window.empty:
         raise DataError(f"no bars between {first.date() if first is not None else 'the start'} and "
                         f"{last.date() if last is not None else 'the end'} (the data covers {covers})")
-    counts = bars.groupby("tic").size()
+    counts = window.groupby("tic").size()
     short = counts[counts < 2]
     if len(short):
         raise DataError("ticker(s) with too little history (< 2 trading days): "
                         + ", ".join(f"{t} ({n} days)" for t, n in short.head(5).items()))
+    bars = bars[bars["tic"].isin(counts.index)]  # a stock gone before the window is not in it
     return prepare_validated(bars.reset_index(drop=True), splits=splits, indicators=indicators, calendar=calendar,
-                             benchmark=benchmark, source=label, feature_stats=feature_stats)
+                             benchmark=benchmark, source=label, feature_stats=feature_stats,
+                             window_start=first if first is not None and bars["date"].min() < first else None)
 
 
 __all__ = ["DEFAULT_INDICATORS", "SAMPLES", "SOURCES", "SSE15_SPLITS", "DataError", "MarketData",

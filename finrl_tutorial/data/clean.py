@@ -229,7 +229,7 @@ def check_split_lengths(prepared: "PreparedMarket", minimum: int = 20) -> None:
 def prepare_market(bars: pd.DataFrame, *, splits: dict | None = None, indicators=DEFAULT_INDICATORS,
                    calendar=None, benchmark: pd.Series | None = None, source: str = "dataframe",
                    min_history: int = 2, feature_stats: dict | None = None,
-                   date_format: str | None = None) -> PreparedMarket:
+                   date_format: str | None = None, window_start=None) -> PreparedMarket:
     """Clean a bar table into `MarketData` and its date splits.
 
     - Calendar: ``calendar`` (the exchange's, when a source has one) within the data's range,
@@ -241,15 +241,18 @@ def prepare_market(bars: pd.DataFrame, *, splits: dict | None = None, indicators
       extra numeric column of ``bars`` (user factors); z-scored with mean/std of the train split,
       or with ``feature_stats`` (``{"names", "mean", "std"}`` from a checkpoint) when given, so
       that a backtest on another window sees exactly the inputs the agent was trained on.
+    - ``window_start``: bars before this date are history only: they warm up the indicators
+      (an EMA remembers the past) and the last close, but the market starts on this date. So
+      the features of a day do not depend on where the loaded window starts.
     """
     bars = validate_bars(bars, min_history=min_history, date_format=date_format)
     return prepare_validated(bars, splits=splits, indicators=indicators, calendar=calendar, benchmark=benchmark,
-                             source=source, feature_stats=feature_stats)
+                             source=source, feature_stats=feature_stats, window_start=window_start)
 
 
 def prepare_validated(bars: pd.DataFrame, *, splits: dict | None = None, indicators=DEFAULT_INDICATORS,
                       calendar=None, benchmark: pd.Series | None = None, source: str = "dataframe",
-                      feature_stats: dict | None = None) -> PreparedMarket:
+                      feature_stats: dict | None = None, window_start=None) -> PreparedMarket:
     """`prepare_market` on bars that `validate_bars` returned (or a row subset of them): the
     entry check is not run a second time."""
     indicators = tuple(indicators)
@@ -270,9 +273,12 @@ def prepare_validated(bars: pd.DataFrame, *, splits: dict | None = None, indicat
         if len(off_calendar):
             raise DataError(f"bars on non-trading day(s) of the calendar: {[str(d.date()) for d in off_calendar[:3]]}")
         dates = calendar.sort_values()
+    first = 0 if window_start is None else int(np.searchsorted(dates, pd.Timestamp(window_start)))
+    if first >= len(dates):
+        raise DataError(f"no trading days from {pd.Timestamp(window_start).date()} on in the data")
     if splits is None:
-        splits = fraction_splits(dates)
-    positions = _split_positions(dates, splits)
+        splits = fraction_splits(dates[first:])
+    positions = {name: (a + first, b + first) for name, (a, b) in _split_positions(dates[first:], splits).items()}
 
     present = _dense(rows, "close", dates, tickers)
     traded = ~np.isnan(present) & (_dense(rows, "volume", dates, tickers) > 0)
@@ -312,8 +318,8 @@ def prepare_validated(bars: pd.DataFrame, *, splits: dict | None = None, indicat
         std = np.where(np.isfinite(std) & (std > 1e-12), std, 1.0)
     features = np.clip(np.nan_to_num((raw_features - mean) / std), -FEATURE_CLIP, FEATURE_CLIP)
 
-    suspended = (~traded).sum(axis=0)
-    actions = rows[rows["split_ratio"] != 1.0]
+    suspended = (~traded[first:]).sum(axis=0)
+    actions = rows[(rows["split_ratio"] != 1.0) & (rows["date"] >= dates[first])]
     info = {
         "suspended_stock_days": int(suspended.sum()),
         "suspended_by_ticker": {t: int(n) for t, n in zip(tickers, suspended) if n},
@@ -329,7 +335,7 @@ def prepare_validated(bars: pd.DataFrame, *, splits: dict | None = None, indicat
         "user_factors": user_factors,
     }
     as_tensor = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=torch.float64)  # noqa: E731
-    full = MarketData(
+    everything = MarketData(
         dates=dates.values.astype("datetime64[D]"), tickers=list(tickers), feature_names=feature_names,
         open=as_tensor(dense_or_close("open")), high=as_tensor(dense_or_close("high")),
         low=as_tensor(dense_or_close("low")), close=as_tensor(close), pre_close=as_tensor(reference),
@@ -337,6 +343,8 @@ def prepare_validated(bars: pd.DataFrame, *, splits: dict | None = None, indicat
         down_limit=as_tensor(np.where(np.isnan(down), 0.0, down)), tradable=torch.as_tensor(traded),
         features=as_tensor(features), source=source, info=info,
     )
-    sliced = {name: full.slice_days(a, b) for name, (a, b) in positions.items()}
+    full = everything.slice_days(first, len(dates)) if first else everything
+    sliced = {name: everything.slice_days(a, b) for name, (a, b) in positions.items()}
     split_dates = {name: m.date_range() for name, m in sliced.items()}
-    return PreparedMarket(full=full, splits=sliced, bars=bars, benchmark=benchmark, split_dates=split_dates)
+    window_bars = bars[bars["date"] >= dates[first]].reset_index(drop=True) if first else bars
+    return PreparedMarket(full=full, splits=sliced, bars=window_bars, benchmark=benchmark, split_dates=split_dates)
