@@ -18,10 +18,10 @@ from ..bench import machine
 from ..data.clean import PreparedMarket
 from ..envs import EnvConfig
 from ..data.clean import check_split_lengths
-from ..errors import RunFolderError, check_int
+from ..errors import RunFolderError, check_int, require_device
 from . import runs
 from .checkpoint import config_to_dict
-from .trainer import _same_settings, train
+from .trainer import _same_settings, check_memory, train
 
 
 def write_json(obj, path: Path) -> None:
@@ -57,6 +57,10 @@ def run_experiment(market: PreparedMarket, config: PPOConfig, env_config: EnvCon
     check_int("run_experiment", "seeds", seeds, minimum=1)
     check_int("run_experiment", "eval_every", eval_every, minimum=0)
     check_split_lengths(market, min_split_days)
+    if distributed is None:  # before the run folder is touched: a run that cannot start leaves nothing
+        device = require_device(config.device)
+        if worker_pool_factory is None:
+            check_memory(config, market.train, device)
     is_main = distributed is None or distributed.rank == 0
     if not is_main:
         return _run_experiment(market, config, env_config, Path(out_dir), seeds, eval_every, progress,
