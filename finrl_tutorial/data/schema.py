@@ -229,10 +229,20 @@ def parse_dates(values: pd.Series, column: str = "date", date_format: str | None
 
 
 def parse_date(value, what: str) -> pd.Timestamp:
-    """One date from the command line or an argument (``--start``), parsed like a date column."""
-    if isinstance(value, pd.Timestamp) or hasattr(value, "year"):
+    """One date given as an argument (``start``, ``end``): ``YYYY-MM-DD``, ``YYYYMMDD``,
+    ``YYYY/MM/DD``, an ISO timestamp, or a date/Timestamp object. Nothing day-first or
+    month-first: one value cannot show which it is."""
+    if not isinstance(value, str) and (isinstance(value, (pd.Timestamp, np.datetime64)) or hasattr(value, "year")):
         return parse_dates(pd.Series([value]), what).iloc[0]
-    return parse_dates(pd.Series([str(value)]), what).iloc[0]
+    text = str(value).strip()
+    for fmt in ("%Y-%m-%d", "%Y%m%d", "%Y/%m/%d", "ISO8601"):
+        if fmt == "ISO8601" and not re.match(r"\d{4}-\d{2}-\d{2}[T ]", text):
+            continue
+        try:
+            return parse_dates(pd.Series([text]), what, date_format=fmt).iloc[0]
+        except DataError:
+            continue
+    raise DataError(f"{what} date {value!r} is not a date in the form YYYY-MM-DD (or YYYYMMDD)")
 
 
 # --------------------------------------------------------------------------- validation

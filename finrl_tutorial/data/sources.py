@@ -454,9 +454,16 @@ def read_csv_bars(path: str | os.PathLike) -> pd.DataFrame:
     if not path.is_file():
         raise DataError(f"bar file not found: {path}")
     try:  # keep codes like 000001 intact, whatever the case of the header
-        return pd.read_csv(path, dtype={"tic": str, "TIC": str, "Tic": str})
+        frame = pd.read_csv(path, dtype={"tic": str, "TIC": str, "Tic": str})
     except Exception as exc:
         problem = _one_line(exc)
+    else:
+        header = str(frame.columns[0]) if len(frame.columns) == 1 else ""
+        for separator in (";", "\t", "|"):
+            if separator in header:
+                raise DataError(f"bar file {path} has one column {header[:60]!r}: it seems to use "
+                                f"{separator!r} between values; write it with commas")
+        return frame
     raise DataError(f"cannot read bar file {path}: {problem}")
 
 

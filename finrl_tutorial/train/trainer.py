@@ -183,8 +183,9 @@ def _train(market, config: PPOConfig, env_config: EnvConfig | None, *, out_dir, 
         if world_size > 1:  # each rank its own disjoint window of episode start days
             from .workers import shard_start_windows
             start_window = shard_start_windows(market.train.num_days, world_size)[rank]
+        # actions come from the agent: a NaN there is a NaN in its weights, which `update` reports
         env = VecStockTradingEnv(market.train, config.num_envs, env_config, device=device, seed=seed,
-                                 start_window=start_window)
+                                 start_window=start_window, check_actions=False)
     agent = ActorCritic(env.observation_dim, env.action_dim, config.hidden_sizes, config.init_log_std).to(device)
     torch.manual_seed(seed)
     learner = distributed.wrap(agent) if distributed else agent

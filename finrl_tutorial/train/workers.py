@@ -130,7 +130,8 @@ def _worker_main(index: int, market: MarketData, env_config: EnvConfig, num_envs
     torch.set_num_threads(1)
     os.environ["TQDM_DISABLE"] = "1"  # no progress bars from workers
     try:
-        env = VecStockTradingEnv(market, num_envs, env_config, device="cpu", seed=seed, start_window=start_window)
+        env = VecStockTradingEnv(market, num_envs, env_config, device="cpu", seed=seed, start_window=start_window,
+                                 check_actions=False)  # the agent's actions: NaN weights surface in the update
         torch.manual_seed(seed)
         obs, _ = env.reset(seed=seed)
         obs_buffer.copy_(obs)
