@@ -10,14 +10,15 @@ from .backtest.runner import (BacktestResult, EpisodeRecord, agent_policy, backt
 from .data import (DataError, MarketData, PreparedMarket, load_market, load_sample, prepare_market,
                    validate_bars)
 from .envs import EnvConfig, StockTradingEnv, VecStockTradingEnv, VmapStockTradingEnv
+from .errors import ConfigError, InputError
 from .rules import FeeSchedule
 from .train import TrainingError, TrainResult, agent_from_checkpoint, load_checkpoint, train
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "A2CConfig", "ActorCritic", "BacktestResult", "DataError", "EnvConfig", "EpisodeRecord", "FeeSchedule",
-    "MarketData", "PPOConfig", "PreparedMarket", "StockTradingEnv", "TrainResult", "TrainingError",
+    "A2CConfig", "ActorCritic", "BacktestResult", "ConfigError", "DataError", "EnvConfig", "EpisodeRecord", "FeeSchedule",
+    "InputError", "MarketData", "PPOConfig", "PreparedMarket", "StockTradingEnv", "TrainResult", "TrainingError",
     "VecStockTradingEnv", "VmapStockTradingEnv", "agent_from_checkpoint", "agent_policy", "backtest",
     "buy_and_hold_baseline", "load_checkpoint", "load_market", "load_sample", "make_config",
     "performance_summary", "plot_band", "plot_bars", "plot_equity", "plot_learning_curve", "prepare_market",

@@ -110,6 +110,7 @@ BAD_BARS = [
      "too little history"),
     ("text cell in a user factor", _factor([1.0, 2.0, "oops", 3.0]), "non-numeric value(s) in user factor 'f'"),
     ("inf in a user factor", _factor([1.0, np.inf, 2.0]), "non-finite value in user factor 'f'"),
+    ("an empty user factor", lambda f: f.assign(f=np.nan), "has no values at all"),
     ("one huge value in a user factor", lambda f: f.assign(f=np.r_[1e12, normal[:len(f) - 1]]), "swamps"),
     ("a user factor beyond 1e100", lambda f: f.assign(f=np.r_[1e300, normal[:len(f) - 1]]), "beyond"),
     ("a factor named like the cleaning's own columns", lambda f: f.assign(split_ratio=1.0),
@@ -250,6 +251,8 @@ def test_ticker_spellings_become_one_canonical_code_and_board():
     frame.loc[half:, "tic"] = "sh.600000"  # one stock, two spellings on different days
     clean = validate_bars(frame)
     assert clean["tic"].unique().tolist() == ["600000.SH"] and len(clean) == len(frame)
+    numeric = bars(tickers=("000001.SZ", "600000.SH")).assign(tic=lambda f: f["tic"].str[:6].astype(int))
+    assert sorted(validate_bars(numeric)["tic"].unique()) == ["000001.SZ", "600000.SH"]  # 1 is 000001
 
 
 def test_dates_are_read_strictly():

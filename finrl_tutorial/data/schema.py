@@ -337,6 +337,10 @@ def validate_bars(frame: pd.DataFrame, min_history: int = 2, date_format: str | 
     spelled = frame["tic"]
     if spelled.isna().any():
         raise DataError(f"missing ticker(s) in column 'tic' at row(s) {np.flatnonzero(spelled.isna())[:3].tolist()}")
+    if pd.api.types.is_numeric_dtype(spelled.dtype) and not pd.api.types.is_bool_dtype(spelled.dtype):
+        if not (spelled == spelled.round()).all():
+            raise DataError(f"tickers in column 'tic' are numbers with decimals (e.g. {_show(spelled.iloc[0])})")
+        spelled = spelled.astype("int64").map(lambda code: f"{code:06d}")  # 1 was 000001 before a number lost its zeros
     canonical = {t: canonical_ticker(t) for t in spelled.unique()}
     frame["tic"] = spelled.map(canonical)
     frame["date"] = parse_dates(frame["date"], "date", date_format)
@@ -433,6 +437,8 @@ def _check_factor(frame: pd.DataFrame, column: str) -> None:
         values = _numbers(frame, column, "user factor")
     else:
         values = raw.astype("float64")
+    if values.isna().all():
+        raise DataError(f"user factor {column!r} has no values at all: fill it or drop the column")
     _check(frame, np.isinf(values), f"non-finite value in user factor {column!r}", column)
     _check(frame, values.abs() > FACTOR_LIMIT, f"user factor {column!r} beyond ±{FACTOR_LIMIT:g} (cannot be "
            "normalised)", column)
