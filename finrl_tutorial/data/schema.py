@@ -65,6 +65,9 @@ in another unit (fen, thousands) is far outside."""
 FACTOR_LIMIT = 1e100
 """A user factor's values must lie within ±this (their squares must not overflow)."""
 
+_OTHER_NAMES = {"date": ("trade_date", "time", "datetime", "day"), "tic": ("ts_code", "code", "symbol", "ticker"),
+                "volume": ("vol",)}  # what providers call the required columns
+
 _INDEX_LIKE = re.compile(r"unnamed: \d+|level_\d+|index")
 
 
@@ -328,8 +331,11 @@ def validate_bars(frame: pd.DataFrame, min_history: int = 2, date_format: str | 
     frame = frame.drop(columns=[c for c in frame.columns if _INDEX_LIKE.fullmatch(c)])  # a saved index
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
+        renames = [f"{other} -> {name}" for name in missing for other in _OTHER_NAMES.get(name, ())
+                   if other in frame.columns]
+        hint = f"; rename {', '.join(renames)}" if renames else ""
         raise DataError(f"missing required column(s): {', '.join(missing)} "
-                        f"(required: {', '.join(REQUIRED_COLUMNS)})")
+                        f"(required: {', '.join(REQUIRED_COLUMNS)}){hint}")
     if frame.empty:
         raise DataError("the data has no rows")
     frame = frame.reset_index(drop=True)  # row numbers in messages are positions in the input

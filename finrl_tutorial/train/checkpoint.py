@@ -109,7 +109,7 @@ def agent_from_checkpoint(state: dict, device="cpu") -> tuple[ActorCritic, PPOCo
     try:
         config = agent_config_from_dict(state["config"])
         env_config = env_config_from_dict(state["env_config"])
-    except TypeError as error:  # a config dict of the wrong form
+    except (TypeError, AttributeError) as error:  # a config dict of the wrong form
         raise CheckpointError(f"the checkpoint's configs cannot be read: {_reason(error)}") from None
     agent = ActorCritic(state["obs_dim"], state["action_dim"], config.hidden_sizes, config.init_log_std)
     load_weights(agent, state["model"])
