@@ -27,7 +27,7 @@ column         required  meaning
 Any other numeric column is a user feature (a factor) that reaches the observation: its cells
 must be numbers (empty cells are allowed and mean "not known yet"; they carry the last value
 forward), never text or ±inf. A column of text only (a name, an industry) is kept but is not a
-feature. A saved index (``Unnamed: 0``) is dropped. A stock absent on a trading day was
+feature. A saved index (a column named ``Unnamed: 0``, ``index`` or ``level_0``) is dropped. A stock absent on a trading day was
 suspended that day: do not add rows for it.
 
 `validate_bars` is the one entry check every source goes through: whatever it returns is

@@ -74,7 +74,8 @@ class VecStockTradingEnv:
             raise InputError(f"actions have shape {tuple(action.shape)}, expected ({self.num_envs}, {self.num_stocks}): "
                              "one row per env, one value in [-1, 1] per stock")
         action = action.to(device=self.device, dtype=self.dtype)
-        if self.check_actions and not bool(torch.isfinite(action).all()):
+        # (not inside torch.compile or a CUDA graph: the check's host sync would break the graph)
+        if self.check_actions and not torch.compiler.is_compiling() and not bool(torch.isfinite(action).all()):
             env, stock = torch.nonzero(~torch.isfinite(action))[0].tolist()
             raise InputError(f"non-finite action {float(action[env, stock])} for env {env}, stock "
                              f"{self.market.tickers[stock]}: a NaN would poison the account")
