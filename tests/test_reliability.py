@@ -605,3 +605,14 @@ def test_backtest_refuses_data_whose_features_differ(capsys, tmp_path):
     code, _, err = run_cli(capsys, "backtest", "--data", tmp_path / "other.csv", "--checkpoint",
                            run / "checkpoints" / "best.pt")
     assert code == 2 and "missing my_factor" in err and "not in the checkpoint: other" in err
+
+
+def test_a_run_that_cannot_start_leaves_no_folder(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(capsys, "train", *TINY, "--resume")
+    assert code == 2 and "nothing to resume in runs/ppo" in err
+    code, _, err = run_cli(capsys, "train", *TINY, "--resume", "--overwrite", "--out", "r")
+    assert code == 2 and "exclude each other" in err
+    code, _, err = run_cli(capsys, "train", "--num-envs", 10**9, "--no-progress", "--out", "r")
+    assert code == 2 and "GiB" in err
+    assert list(tmp_path.iterdir()) == []

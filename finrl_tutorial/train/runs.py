@@ -164,21 +164,33 @@ def claim(folder: str | os.PathLike, *, resume: bool = False, overwrite: bool = 
         yield folder
         return
     check_target(folder)
-    with RunLock(folder):
-        if has_content(folder) and not resume:
-            foreign = foreign_entries(folder)
-            if foreign:
-                raise RunFolderError(f"{folder} is not an empty folder and not a run folder (it holds "
-                                     f"{', '.join(foreign[:3])}{' …' if len(foreign) > 3 else ''}): "
-                                     "choose another --out")
-            if not overwrite:
-                raise RunFolderError(f"{folder} already holds a run: pass --resume to continue it, "
-                                     "--overwrite to replace it, or choose another --out")
-            for entry in folder.iterdir():
-                if entry.name == LOCK_NAME:
-                    continue
-                if entry.is_dir():
-                    shutil.rmtree(entry)
-                else:
-                    entry.unlink()
-        yield folder
+    if resume and not has_content(folder):
+        raise RunFolderError(f"nothing to resume in {folder} (no run there): start it without --resume")
+    created = not folder.exists()
+    try:
+        with RunLock(folder):
+            _make_room(folder, resume, overwrite)
+            yield folder
+    finally:
+        if created and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()  # a run that could not start leaves no empty folder behind
+
+
+def _make_room(folder: Path, resume: bool, overwrite: bool) -> None:
+    """Refuse an earlier run (or foreign files) in ``folder``; with ``overwrite``, delete the run's files."""
+    if not has_content(folder) or resume:
+        return
+    foreign = foreign_entries(folder)
+    if foreign:
+        raise RunFolderError(f"{folder} is not an empty folder and not a run folder (it holds "
+                             f"{', '.join(foreign[:3])}{' …' if len(foreign) > 3 else ''}): choose another --out")
+    if not overwrite:
+        raise RunFolderError(f"{folder} already holds a run: pass --resume to continue it, "
+                             "--overwrite to replace it, or choose another --out")
+    for entry in folder.iterdir():
+        if entry.name == LOCK_NAME:
+            continue
+        if entry.is_dir():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
