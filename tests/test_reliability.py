@@ -106,6 +106,8 @@ BAD_BARS = [
     ("one stock spelled two ways on one day", lambda f: pd.concat([f, f.iloc[[0]].assign(tic="sh.600000")]),
      "spelled"),
     ("duplicate row", lambda f: pd.concat([f, f.iloc[[7]]], ignore_index=True), "duplicate (date, tic)"),
+    ("intraday bars", lambda f: pd.concat([f.assign(date=f["date"] + " 09:30:00"), f.assign(date=f["date"] + " 10:30:00")],
+                                          ignore_index=True), "the bars must be daily"),
     ("too little history", lambda f: pd.concat([f, f.iloc[[0]].assign(tic="600519.SH")], ignore_index=True),
      "too little history"),
     ("text cell in a user factor", _factor([1.0, 2.0, "oops", 3.0]), "non-numeric value(s) in user factor 'f'"),
@@ -374,6 +376,26 @@ def test_whatever_goes_in_what_comes_out_is_finite_and_consistent(frame, edits):
     except DataError:
         return
     assert _consistent(clean)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.dates(min_value=pd.Timestamp("1991-01-01").date(), max_value=pd.Timestamp("2099-12-31").date()),
+                min_size=1, max_size=20, unique=True),
+       st.sampled_from(["%Y-%m-%d", "%Y%m%d", "%Y/%m/%d", "%Y-%m-%d %H:%M:%S"]))
+def test_unambiguous_dates_always_read_back(days, fmt):
+    texts = pd.Series([pd.Timestamp(d).strftime(fmt) for d in days])
+    assert list(parse_dates(texts).dt.date) == days
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from("6034"), st.integers(0, 99999))
+def test_every_spelling_of_a_code_is_one_ticker(first, rest):
+    code = f"{first}{rest:05d}"
+    canonical = canonical_ticker(code)
+    exchange = canonical[-2:]
+    mic = {"SH": "XSHG", "SZ": "XSHE", "BJ": "BJSE"}[exchange]
+    for spelling in (canonical, canonical.lower(), f"{exchange.lower()}.{code}", f"{exchange}{code}", f"{code}.{mic}"):
+        assert canonical_ticker(spelling) == canonical, spelling
 
 
 # --- the CLI: bad input in a real process --------------------------------------------------------------

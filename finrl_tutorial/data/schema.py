@@ -349,7 +349,8 @@ def validate_bars(frame: pd.DataFrame, min_history: int = 2, date_format: str | 
         spelled = spelled.astype("int64").map(lambda code: f"{code:06d}")  # 1 was 000001 before a number lost its zeros
     canonical = {t: canonical_ticker(t) for t in spelled.unique()}
     frame["tic"] = spelled.map(canonical)
-    frame["date"] = parse_dates(frame["date"], "date", date_format)
+    written = frame["date"]
+    frame["date"] = parse_dates(written, "date", date_format)
 
     present_optional = tuple(c for c in OPTIONAL_COLUMNS if c in frame.columns)
     for column in PRICE_COLUMNS + ("volume",) + present_optional:
@@ -378,6 +379,8 @@ def validate_bars(frame: pd.DataFrame, min_history: int = 2, date_format: str | 
         spellings = sorted({str(s) for s in spelled[duplicated]})
         also = f" (one ticker spelled {', '.join(map(repr, spellings))})" \
             if len(spellings) > rows["tic"].nunique() else ""
+        if not also and written[duplicated].astype(str).nunique() > frame.loc[duplicated, "date"].nunique():
+            also = " (the rows differ only in the time of day: the bars must be daily)"
         raise DataError(f"duplicate (date, tic) row(s): {_examples(rows)}{also}")
 
     counts = frame.groupby("tic").size()
