@@ -13,6 +13,27 @@ from pathlib import Path
 FAST = os.environ.get("FINRL_TUTORIAL_FAST") == "1"
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad option is one line on stderr (``error: …``) and exit code 2, like
+    every other bad input (argparse itself prints the whole usage first)."""
+
+    def error(self, message):
+        self.exit(2, f"error: {self.prog}: {' '.join(message.split())}\n")
+
+
+def _int_at_least(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+    parse.__name__ = f"integer >= {minimum}"
+    return parse
+
+
 def _tickers(values):
     """Accept ``--tickers 600000.SH 600519.SH`` and ``--tickers 600000.SH,600519.SH``."""
     if not values:
@@ -27,17 +48,44 @@ def _add_data_options(parser, default="sample"):
     parser.add_argument("--start", help="first date (YYYY-MM-DD)")
     parser.add_argument("--end", help="last date (YYYY-MM-DD)")
     parser.add_argument("--token", help="tushare token (default: $TUSHARE_TOKEN); never printed or saved")
+    parser.add_argument("--date-format", help="format of your file's dates when it is ambiguous, e.g. %%d/%%m/%%Y")
 
 
-def _load(args):
+def _load(args, **options):
     from .data import load_market
 
     source = "sample" if args.source in ("sample", "sse15") else args.source
     return load_market(source, tickers=_tickers(args.tickers), start=args.start, end=args.end,
-                       token=getattr(args, "token", None))
+                       token=getattr(args, "token", None), date_format=args.date_format, **options)
+
+
+def _same_file(a, b) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve() or (Path(b).exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
+
+
+def _output_file(path, overwrite: bool, inputs=()) -> Path:
+    """An output file that loses nothing: not an input, not a folder, not an existing file unless overwrite."""
+    from .errors import InputError
+
+    path = Path(path)
+    for source in inputs:
+        if source and _same_file(path, source):
+            raise InputError(f"--out {path} is the input file itself: write the output somewhere else")
+    if path.is_dir():
+        raise InputError(f"--out {path} is a folder: give a file name, e.g. {path}/clean.csv")
+    if path.exists() and not overwrite:
+        raise InputError(f"--out {path} exists: pass --overwrite to replace it, or choose another name")
+    from .train.runs import check_target
+    check_target(path.parent)
+    return path
 
 
 def cmd_data(args) -> int:
+    if args.out:  # refuse before the (slow) cleaning, not after
+        _output_file(args.out, args.overwrite, inputs=[args.source])
     prepared = _load(args)
     summary = prepared.summary()
     print(f"source:        {summary['source']}")
@@ -54,9 +102,10 @@ def cmd_data(args) -> int:
                                         for name, s in summary["splits"].items()))
     print(f"features ({len(summary['features'])}): {' '.join(summary['features'])}")
     if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        prepared.full.to_frame().to_csv(out, index=False)
+        from .atomic import atomic_open
+        out = _output_file(args.out, args.overwrite, inputs=[args.source])
+        with atomic_open(out, newline="") as stream:
+            prepared.full.to_frame().to_csv(stream, index=False)
         print(f"saved the cleaned frame to {out}")
     return 0
 
@@ -77,12 +126,33 @@ def _configs(args):
     return config, env_config
 
 
+def _run_folder(args) -> Path:
+    """The run folder: ``--out`` as given; the default ``runs/<name>`` moves on to a fresh
+    ``runs/<name>-2`` … when it holds an earlier run (and ``--resume`` takes the newest)."""
+    from .train import runs
+
+    if args.out:
+        return Path(args.out)
+    default = Path(f"runs/{args.name or args.algo}")
+    if args.resume:
+        return runs.latest(default)
+    if args.overwrite:
+        return default
+    fresh = runs.next_free(default)
+    if fresh != default:
+        print(f"{default} holds an earlier run: writing to {fresh} (--overwrite replaces {default})", flush=True)
+    return fresh
+
+
 def cmd_train(args) -> int:
     import torch
 
+    from .errors import require_device
     from .train.experiment import results_table, run_experiment
 
     torch.set_num_threads(args.threads)
+    if args.device is not None and not args.ddp:
+        require_device(args.device)  # before the data is loaded: a wrong device is one line at once
     distributed = None
     if args.ddp:
         from .train.distributed import DistributedContext
@@ -100,11 +170,12 @@ def cmd_train(args) -> int:
             window = shard_start_windows(prepared.train.num_days, distributed.world_size)[distributed.rank]
         pool_factory = lambda seed: WorkerPool(prepared.train, config, env_config,  # noqa: E731
                                                num_workers=args.workers, seed=seed, start_window=window)
-    out = Path(args.out or f"runs/{args.name or args.algo}")
+    out = _run_folder(args)
     try:
         report = run_experiment(prepared, config, env_config, out_dir=out, seeds=args.seeds,
                                 eval_every=args.eval_every, progress=not args.no_progress,
-                                worker_pool_factory=pool_factory, distributed=distributed)
+                                worker_pool_factory=pool_factory, distributed=distributed,
+                                resume=args.resume, overwrite=args.overwrite)
     finally:
         if distributed is not None:
             distributed.close()
@@ -123,26 +194,48 @@ def cmd_train(args) -> int:
 
 def cmd_backtest(args) -> int:
     from .backtest.runner import agent_policy, backtest
+    from .errors import InputError
     from .train.checkpoint import agent_from_checkpoint, load_checkpoint
 
+    out = Path(args.out) if args.out else None
+    if out is not None:  # refuse before the work, and never replace an earlier backtest silently
+        from .train.runs import check_target
+        check_target(out)
+        taken = [name for name in ("backtest.json", "equity.png") if (out / name).exists()]
+        if taken and not args.overwrite:
+            raise InputError(f"{out} already holds a backtest ({', '.join(taken)}): pass --overwrite to replace it, "
+                             "or choose another --out")
     state = load_checkpoint(args.checkpoint)
     agent, _, env_config = agent_from_checkpoint(state)
-    prepared = _load(args)
-    market = prepared.splits[args.split]
-    if list(market.tickers) != list(state["tickers"]) or list(market.feature_names) != list(state["feature_names"]):
-        raise ValueError(f"the checkpoint was trained on tickers {state['tickers']} with features "
-                         f"{state['feature_names']}, but the data has {market.tickers} / {market.feature_names}")
+    options = {}
+    if state.get("feature_stats"):  # the agent's own normalisation, whatever the window
+        options = {"feature_stats": state["feature_stats"], "indicators": tuple(state["indicators"])}
+    else:
+        print("note: this checkpoint has no feature statistics (written before they were saved): "
+              "the features are normalised on this data's train split", file=sys.stderr)
+    prepared = _load(args, **options)
+    market = prepared.full if args.split == "all" else prepared.splits[args.split]
+    if list(market.tickers) != list(state["tickers"]):
+        missing = [t for t in state["tickers"] if t not in market.tickers]
+        extra = [t for t in market.tickers if t not in state["tickers"]]
+        raise InputError(f"the checkpoint was trained on tickers {' '.join(state['tickers'])}, but the data has "
+                         f"{' '.join(market.tickers)}" + (f" (missing {' '.join(missing)})" if missing else "")
+                         + (f" (extra {' '.join(extra)})" if extra else "") + ": select them with --tickers")
+    if list(market.feature_names) != list(state["feature_names"]):
+        raise InputError(f"the checkpoint was trained on features {state['feature_names']}, "
+                         f"but the data has {market.feature_names}")
     result = backtest(agent_policy(agent), market, env_config, benchmark=prepared.benchmark)
+    if out is not None:  # written before printing: a closed stdout cannot lose them
+        from .train.experiment import write_json
+        write_json({"checkpoint": str(args.checkpoint), "split": args.split,
+                    "dates": [market.first_date, market.last_date], "metrics": result.metrics},
+                   out / "backtest.json")
+        result.plot(path=out / "equity.png", title=f"{args.split} split")
     import pandas as pd
     with pd.option_context("display.width", 160, "display.float_format", "{:.4f}".format):
         print(f"{args.split} split {market.first_date}..{market.last_date}")
         print(result.table().to_string())
-    if args.out:
-        out = Path(args.out)
-        from .train.experiment import write_json
-        write_json({"checkpoint": str(args.checkpoint), "split": args.split, "metrics": result.metrics},
-                   out / "backtest.json")
-        result.plot(path=out / "equity.png", title=f"{args.split} split")
+    if out is not None:
         print(f"wrote {out}/backtest.json and equity.png")
     return 0
 
@@ -156,47 +249,56 @@ def cmd_bench(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m finrl_tutorial",
+    parser = OneLineParser(prog="python -m finrl_tutorial",
                                      description="Scalable RL for China A-share trading.")
     commands = parser.add_subparsers(dest="command", required=True)
 
     data = commands.add_parser("data", help="load, clean and summarise market data")
     _add_data_options(data)
     data.add_argument("--out", help="save the cleaned long frame to this CSV")
+    data.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     data.set_defaults(func=cmd_data)
 
     train = commands.add_parser("train", help="train an agent, backtest it against baselines, write a report")
     _add_data_options(train)
     train.add_argument("--algo", choices=("ppo", "a2c"), default="ppo")
-    train.add_argument("--total-steps", type=int, help="env steps per seed (default: the config's)")
-    train.add_argument("--num-envs", type=int)
-    train.add_argument("--horizon-len", type=int)
-    train.add_argument("--batch-size", type=int)
-    train.add_argument("--repeat-times", type=int)
+    train.add_argument("--total-steps", type=_int_at_least(1), help="env steps per seed (default: the config's)")
+    train.add_argument("--num-envs", type=_int_at_least(1))
+    train.add_argument("--horizon-len", type=_int_at_least(1))
+    train.add_argument("--batch-size", type=_int_at_least(1))
+    train.add_argument("--repeat-times", type=_int_at_least(1))
     train.add_argument("--lr", type=float)
     train.add_argument("--device", default=None, help="cpu | cuda | cuda:1 …")
     train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--seeds", type=int, default=1, help="train this many seeds and report mean ± std")
+    train.add_argument("--seeds", type=_int_at_least(1), default=1, help="train this many seeds and report mean ± std")
     train.add_argument("--execution", choices=("open", "close"), default="open")
     train.add_argument("--action-mode", choices=("shares", "weights"), default="shares")
-    train.add_argument("--horizon", type=int, default=250, help="episode length in trading days")
-    train.add_argument("--eval-every", type=int, default=5, help="validate every K iterations")
-    train.add_argument("--workers", type=int, default=0,
+    train.add_argument("--horizon", type=_int_at_least(1), default=250, help="episode length in trading days")
+    train.add_argument("--eval-every", type=_int_at_least(0), default=5,
+                       help="validate (and checkpoint) every K iterations; 0: never validate, keep the final weights")
+    train.add_argument("--workers", type=_int_at_least(0), default=0,
                        help="collect with N worker processes (the update then runs on N threads: "
                             "the workers' cores, idle while it runs)")
     train.add_argument("--ddp", action="store_true", help="DistributedDataParallel (launch with torchrun)")
     train.add_argument("--data-parallel", action="store_true", help="torch.nn.DataParallel over visible GPUs")
-    train.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest for small MLPs)")
-    train.add_argument("--name", help="run name: output goes to runs/<name>")
-    train.add_argument("--out", help="output folder (overrides --name)")
+    train.add_argument("--threads", type=_int_at_least(1), default=1,
+                       help="torch CPU threads (1 is fastest for small MLPs)")
+    train.add_argument("--name", help="run name: output goes to runs/<name> (runs/<name>-2 … if that holds a run)")
+    train.add_argument("--out", help="output folder (overrides --name); refused if it holds a run, "
+                                     "unless --resume or --overwrite")
+    train.add_argument("--resume", action="store_true",
+                       help="continue the run in --out (default: the newest runs/<name>) from its last checkpoint")
+    train.add_argument("--overwrite", action="store_true", help="replace the run in --out")
     train.add_argument("--no-progress", action="store_true")
     train.set_defaults(func=cmd_train)
 
     back = commands.add_parser("backtest", help="backtest a saved agent on a split with full costs")
     _add_data_options(back)
     back.add_argument("--checkpoint", required=True)
-    back.add_argument("--split", choices=("train", "valid", "test"), default="test")
+    back.add_argument("--split", choices=("train", "valid", "test", "all"), default="test",
+                      help="which split of the loaded window (all: the whole window)")
     back.add_argument("--out", help="folder for backtest.json and equity.png")
+    back.add_argument("--overwrite", action="store_true", help="replace a backtest already in --out")
     back.set_defaults(func=cmd_backtest)
 
     bench_parser = commands.add_parser("bench", help="benchmarks (JSON lines on stdout)")
@@ -207,18 +309,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    from .data.schema import DataError
+    from .errors import InputError
     from .train.trainer import TrainingError
 
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (DataError, TrainingError, ValueError, FileNotFoundError, ImportError) as error:
+    except (InputError, TrainingError) as error:  # bad input; anything else is a bug: its traceback shows
         print("error: " + " ".join(str(error).split()), file=sys.stderr)  # one line, whatever the message
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # stdout closed early (`… | head`): not an error of the run
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

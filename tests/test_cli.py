@@ -174,9 +174,9 @@ def test_train_on_own_csv_with_a_factor(capsys, bars_csv, tmp_path):
     code, _, err = run_cli(capsys, "backtest", "--data", path, "--checkpoint", run / "checkpoints" / "best.pt",
                            "--split", "valid")
     assert code == 0, err
-    # the checkpoint does not fit the 15-stock sample: one line, exit 2
+    # the checkpoint does not fit the sample (no my_factor there): one line, exit 2, naming the feature
     code, _, err = run_cli(capsys, "backtest", "--checkpoint", run / "checkpoints" / "best.pt")
-    assert_one_line_error(code, err, "tickers")
+    assert_one_line_error(code, err, "features", "missing my_factor")
 
 
 # --- bench ---------------------------------------------------------------------------------------------

@@ -528,7 +528,8 @@ def test_read_bars_from_csv_keeps_leading_zeros(tmp_path):
     frame.to_csv(path, index=False)
     result = read_bars(path)
     assert result.source == "csv" and result.calendar is None and result.benchmark is None
-    assert list(result.bars.tic) == ["000001.SZ", "000002", "000001.SZ", "000002"]
+    # leading zeros kept, and the bare code gets its exchange (one spelling per stock)
+    assert list(result.bars.tic) == ["000001.SZ", "000002.SZ", "000001.SZ", "000002.SZ"]
     assert result.bars.date.is_monotonic_increasing
     pd.testing.assert_frame_equal(read_bars(frame).bars, result.bars)
 

@@ -18,6 +18,8 @@ import torch
 from torch import nn
 from torch.distributions import Normal
 
+from ..errors import ConfigError, check_bool, check_choice, check_device, check_int, check_real
+
 
 @dataclass
 class PPOConfig:
@@ -76,14 +78,27 @@ class PPOConfig:
     """Where the env and the networks live: ``cpu``, ``cuda``, ``cuda:1`` ..."""
 
     def __post_init__(self):
-        if self.algo not in ("ppo", "a2c"):
-            raise ValueError(f"algo must be 'ppo' or 'a2c', got {self.algo!r}")
+        owner = type(self).__name__
+        check_choice(owner, "algo", self.algo, ("ppo", "a2c"))
         for name in ("num_envs", "horizon_len", "batch_size", "repeat_times", "total_steps"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if not 0 < self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:
-            raise ValueError("gamma must be in (0, 1] and gae_lambda in [0, 1]")
-        self.hidden_sizes = tuple(self.hidden_sizes)
+            check_int(owner, name, getattr(self, name), minimum=1)
+        check_int(owner, "seed", self.seed)
+        check_real(owner, "learning_rate", self.learning_rate, low=0, low_open=True)
+        check_real(owner, "gamma", self.gamma, low=0, high=1, low_open=True)
+        check_real(owner, "gae_lambda", self.gae_lambda, low=0, high=1)
+        check_real(owner, "clip_range", self.clip_range, low=0, low_open=True)
+        for name in ("entropy_coef", "value_coef", "max_grad_norm"):
+            check_real(owner, name, getattr(self, name), low=0, low_open=name == "max_grad_norm")
+        if self.target_kl is not None:
+            check_real(owner, "target_kl", self.target_kl, low=0, low_open=True)
+        check_bool(owner, "anneal_lr", self.anneal_lr)
+        check_bool(owner, "normalize_advantages", self.normalize_advantages)
+        check_real(owner, "init_log_std", self.init_log_std)
+        if isinstance(self.hidden_sizes, (int, str)) or not len(tuple(self.hidden_sizes)):
+            raise ConfigError(f"{owner}.hidden_sizes must be a non-empty sequence of layer widths, "
+                              f"got {self.hidden_sizes!r}")
+        self.hidden_sizes = tuple(check_int(owner, "hidden_sizes", h, minimum=1) for h in self.hidden_sizes)
+        self.device = check_device(owner, "device", self.device)
 
     @property
     def rollout_size(self) -> int:

@@ -57,7 +57,7 @@ def measure_env(kind: str, market, num_envs: int, device="cpu", seconds: float =
             env.close()
     else:
         cls = VecStockTradingEnv if kind == "vec" else VmapStockTradingEnv
-        env = cls(market, num_envs, config, device=device, seed=0)
+        env = cls(market, num_envs, config, device=device, seed=0, check_actions=False)  # as training steps it
         env.reset()
         if cuda_graph:
             from ..envs.graph import GraphedEnvStep

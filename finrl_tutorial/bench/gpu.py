@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from ..errors import InputError
 from . import machine, timed
 
 SWEEP = (1, 16, 256, 4096, 16384, 65536, 262144)
@@ -46,7 +47,7 @@ def graph_matches_eager(market, device, num_envs: int = 1024, steps: int = 50) -
 
 def run(args):
     if not torch.cuda.is_available():
-        raise ValueError("bench gpu needs a CUDA GPU; use `bench env --device cpu` on this machine")
+        raise InputError("bench gpu needs a CUDA GPU; use `bench env --device cpu` on this machine")
     from ..agents import ActorCritic, Rollout, make_config, policy_loss_for, update
     from ..data import load_market
     from ..envs import VecStockTradingEnv

@@ -42,6 +42,7 @@ from pathlib import Path
 
 import torch
 
+from ..errors import InputError
 from . import machine, market_with_stocks
 from .env import measure_env
 from .train import measure_loop
@@ -276,9 +277,9 @@ def run(args):
     from ..data import load_market
 
     if any(p < 1 for p in args.processes):
-        raise ValueError(f"--processes must be >= 1, got {args.processes}")
+        raise InputError(f"--processes must be >= 1, got {args.processes}")
     if args.repeats < 1:
-        raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
+        raise InputError(f"--repeats must be >= 1, got {args.repeats}")
     market = market_with_stocks(load_market().train, args.stocks)
     records = []
     for record in measure_layouts(args, market):

@@ -26,7 +26,8 @@ def measure_loop(market, config, env_config=None, iterations: int = 5) -> dict:
     from ..envs import VecStockTradingEnv
 
     torch.manual_seed(config.seed)
-    env = VecStockTradingEnv(market, config.num_envs, env_config, device=config.device, seed=config.seed)
+    env = VecStockTradingEnv(market, config.num_envs, env_config, device=config.device, seed=config.seed,
+                             check_actions=False)  # as the trainer runs it
     agent = ActorCritic.from_config(env.observation_dim, env.action_dim, config, env.config.action_mode).to(env.device)
     optimizer = make_optimizer(agent, config)
     rollout = Rollout.empty(config.horizon_len, config.num_envs, env.observation_dim, env.action_dim, env.device)

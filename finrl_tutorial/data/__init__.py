@@ -5,30 +5,45 @@ import os
 
 import pandas as pd
 
-from .clean import DEFAULT_INDICATORS, SSE15_SPLITS, PreparedMarket, fraction_splits, prepare_market
+from .clean import (DEFAULT_INDICATORS, SSE15_SPLITS, PreparedMarket, check_split_lengths, fraction_splits,
+                    prepare_market, prepare_validated)
 from .market import MarketData
 from .sample import SAMPLES, load_sample, sample_licence
-from .schema import DataError, validate_bars
+from .schema import DataError, canonical_ticker, parse_date, validate_bars
 from .synthetic import SIGNAL_FAMILIES, SyntheticMarket, SyntheticSpec, make_synthetic, oracle_capture
 
 SOURCES = ("sample", "tushare", "akshare", "baostock")
 
 
-def load_market(source: str = "sample", *, tickers=None, start=None, end=None, splits=None,
+def load_market(source="sample", *, tickers=None, start=None, end=None, splits=None,
                 indicators=DEFAULT_INDICATORS, sample: str = "sse15", token: str | None = None,
-                cache_dir: str | None = None) -> PreparedMarket:
+                cache_dir: str | None = None, date_format: str | None = None,
+                feature_stats: dict | None = None) -> PreparedMarket:
     """Load bars from ``source`` and clean them into a `PreparedMarket`.
 
     ``source`` is ``sample`` (the embedded data, no network), ``tushare`` (token from ``token`` or
-    ``TUSHARE_TOKEN``), ``akshare``, ``baostock``, or the path of a CSV file in the bar schema.
+    ``TUSHARE_TOKEN``), ``akshare``, ``baostock``, the path of a CSV file in the bar schema (a
+    string or a ``Path``), or a DataFrame in the bar schema.
     ``tickers``/``start``/``end`` select the universe and dates (required for online sources).
     ``splits`` maps train/valid/test to (start, end); default: the sample's own splits, else
-    60/20/20 % of the calendar.
+    60/20/20 % of the calendar. ``date_format`` reads an ambiguous date column (``'%d/%m/%Y'``);
+    ``feature_stats`` normalises with given statistics instead of fitting them (see `prepare_market`).
     """
     from . import sources
 
+    first = parse_date(start, "start") if start is not None else None
+    last = parse_date(end, "end") if end is not None else None
+    if first is not None and last is not None and first > last:
+        raise DataError(f"start {first.date()} is after end {last.date()}")
     benchmark = calendar = listings = None
-    if source == "sample":
+    validated = False  # the fetchers validate their own output
+    if isinstance(source, pd.DataFrame):
+        bars, label = source, "dataframe"
+    elif isinstance(source, os.PathLike):
+        bars, label = sources.read_csv_bars(source), str(source)
+    elif not isinstance(source, str):
+        raise DataError(f"source must be a name, a CSV path or a DataFrame, got {type(source).__name__}")
+    elif source == "sample":
         bars = load_sample(sample)
         label = f"sample:{sample}"
         if splits is None and sample == "sse15" and start is None and end is None:
@@ -42,28 +57,41 @@ def load_market(source: str = "sample", *, tickers=None, start=None, end=None, s
         result = fetch(tickers, start, end, corporate_actions=True, **extra)
         bars, calendar, benchmark, label = result.bars, result.calendar, result.benchmark, source
         listings = result.listings
-    elif source.lower().endswith(".csv") or os.path.exists(source):
-        bars, label = sources.read_bars(source).bars, source
+        validated = True
+    elif source.lower().endswith((".csv", ".csv.gz", ".csv.bz2", ".csv.zip", ".csv.xz")) or os.path.exists(source):
+        bars, label = sources.read_csv_bars(source), source
     else:
         raise DataError(f"unknown data source {source!r}: use sample, tushare, akshare, baostock or a CSV path")
 
-    bars = validate_bars(bars)
+    if not validated:
+        bars = validate_bars(bars, min_history=1, date_format=date_format)  # the one entry check
     if tickers:
         wanted = [tickers] if isinstance(tickers, str) else list(tickers)
-        known = set(bars["tic"])  # accept '600000' for '600000.SH'; own data may use any codes
-        wanted = [t if t in known else sources.normalize_tickers(t)[0] for t in wanted]
+        wanted = list(dict.fromkeys(canonical_ticker(t) for t in wanted))  # the spelling the bars have now
         bars = bars[bars["tic"].isin(wanted)]
-        missing = sorted(set(wanted) - set(bars["tic"]))
+        missing = [t for t in wanted if t not in set(bars["tic"])]
         if missing:
             raise DataError(f"ticker(s) not in the data: {', '.join(missing)}")
-    if start is not None:
-        bars = bars[bars["date"] >= pd.Timestamp(start)]
-    if end is not None:
-        bars = bars[bars["date"] <= pd.Timestamp(end)]
-    return prepare_market(bars, splits=splits, indicators=indicators, calendar=calendar,
-                          benchmark=benchmark, source=label, listings=listings)
+    covers = f"{bars['date'].min().date()}..{bars['date'].max().date()}"
+    if last is not None:
+        bars = bars[bars["date"] <= last]
+    # bars before `start` stay as history: they warm up the indicators, so a day's features do
+    # not depend on where the window starts (a backtest on any window sees the training inputs)
+    window = bars[bars["date"] >= first] if first is not None else bars
+    if window.empty:
+        raise DataError(f"no bars between {first.date() if first is not None else 'the start'} and "
+                        f"{last.date() if last is not None else 'the end'} (the data covers {covers})")
+    counts = window.groupby("tic").size()
+    short = counts[counts < 2]
+    if len(short):
+        raise DataError("ticker(s) with too little history (< 2 trading days): "
+                        + ", ".join(f"{t} ({n} days)" for t, n in short.head(5).items()))
+    bars = bars[bars["tic"].isin(counts.index)]  # a stock gone before the window is not in it
+    return prepare_validated(bars.reset_index(drop=True), splits=splits, indicators=indicators, calendar=calendar,
+                             benchmark=benchmark, source=label, feature_stats=feature_stats, listings=listings,
+                             window_start=first if first is not None and bars["date"].min() < first else None)
 
 
 __all__ = ["DEFAULT_INDICATORS", "SAMPLES", "SIGNAL_FAMILIES", "SOURCES", "SSE15_SPLITS", "DataError", "MarketData",
-           "PreparedMarket", "SyntheticMarket", "SyntheticSpec", "fraction_splits", "load_market", "load_sample",
-           "make_synthetic", "oracle_capture", "prepare_market", "sample_licence", "validate_bars"]
+           "PreparedMarket", "SyntheticMarket", "SyntheticSpec", "check_split_lengths", "fraction_splits", "load_market",
+           "load_sample", "make_synthetic", "oracle_capture", "prepare_market", "sample_licence", "validate_bars"]

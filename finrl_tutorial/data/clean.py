@@ -307,9 +307,40 @@ def fraction_splits(dates: pd.DatetimeIndex, train: float = 0.6, valid: float = 
     return {"train": (day(0), day(a - 1)), "valid": (day(a), day(b - 1)), "test": (day(b), day(n - 1))}
 
 
+def check_feature_stats(stats: dict, feature_names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Given normalisation statistics (``{"names", "mean", "std"}``, as a checkpoint stores
+    them) as arrays in ``feature_names`` order; a `DataError` saying which features differ."""
+    names = list(stats["names"])
+    if names != list(feature_names):
+        missing = [n for n in names if n not in feature_names]
+        extra = [n for n in feature_names if n not in names]
+        detail = "; ".join(part for part in (
+            f"missing {', '.join(missing)}" if missing else "",
+            f"not in the checkpoint: {', '.join(extra)}" if extra else "",
+            "same features in another order" if not missing and not extra else "") if part)
+        raise DataError(f"the data's features do not match the ones the agent was trained on ({detail}); "
+                        f"expected: {', '.join(names)}")
+    mean, std = np.asarray(stats["mean"], dtype=float), np.asarray(stats["std"], dtype=float)
+    if mean.shape != (len(names),) or std.shape != (len(names),) or not (np.isfinite(mean).all()
+                                                                        and np.isfinite(std).all() and (std > 0).all()):
+        raise DataError("feature statistics must be finite, one mean and one std > 0 per feature")
+    return mean, std
+
+
+def check_split_lengths(prepared: "PreparedMarket", minimum: int = 20) -> None:
+    """Every split must have at least ``minimum`` trading days: metrics on a handful of days
+    (a Sharpe ratio of three returns) mean nothing. Called before training starts."""
+    for name, market in prepared.splits.items():
+        if market.num_days < minimum:
+            raise DataError(f"split {name!r} has only {market.num_days} trading days "
+                            f"({market.first_date}..{market.last_date}): at least {minimum} are needed; "
+                            "use more data or longer splits")
+
+
 def prepare_market(bars: pd.DataFrame, *, splits: dict | None = None, indicators=DEFAULT_INDICATORS,
                    calendar=None, benchmark: pd.Series | None = None, source: str = "dataframe",
-                   min_history: int = 2, listings=None) -> PreparedMarket:
+                   min_history: int = 2, listings=None, feature_stats: dict | None = None,
+                   date_format: str | None = None, window_start=None) -> PreparedMarket:
     """Clean a bar table into `MarketData` and its date splits.
 
     - Calendar: ``calendar`` (the exchange's, when a source has one) within the data's range,
@@ -321,10 +352,31 @@ def prepare_market(bars: pd.DataFrame, *, splits: dict | None = None, indicators
       new listings by :func:`rules.listing_limits` when ``listings`` (a table with ``tic``,
       ``list_date`` and optionally ``issue_price``) gives their listing dates.
     - Features: ``indicators`` (stockstats names) on back-adjusted prices, ``return_1d``, and every
-      extra numeric column of ``bars`` (user factors); z-scored with mean/std of the train split.
+      extra numeric column of ``bars`` (user factors); z-scored with mean/std of the train split,
+      or with ``feature_stats`` (``{"names", "mean", "std"}`` from a checkpoint) when given, so
+      that a backtest on another window sees exactly the inputs the agent was trained on.
+    - ``window_start``: bars before this date are history only: they warm up the indicators
+      (an EMA remembers the past) and the last close, but the market starts on this date. So
+      the features of a day do not depend on where the loaded window starts.
     """
-    bars = validate_bars(bars, min_history=min_history)
+    bars = validate_bars(bars, min_history=min_history, date_format=date_format)
+    return prepare_validated(bars, splits=splits, indicators=indicators, calendar=calendar, benchmark=benchmark,
+                             source=source, feature_stats=feature_stats, window_start=window_start,
+                             listings=listings)
+
+
+def prepare_validated(bars: pd.DataFrame, *, splits: dict | None = None, indicators=DEFAULT_INDICATORS,
+                      calendar=None, benchmark: pd.Series | None = None, source: str = "dataframe",
+                      feature_stats: dict | None = None, window_start=None, listings=None) -> PreparedMarket:
+    """`prepare_market` on bars that `validate_bars` returned (or a row subset of them): the
+    entry check is not run a second time."""
+    indicators = tuple(indicators)
     user_factors = feature_columns(bars)
+    built_in = set(indicators) | {"return_1d"}
+    clash = [c for c in user_factors if c in built_in]
+    if clash:
+        raise DataError(f"user factor(s) {', '.join(map(repr, clash))} have the name of a built-in feature: "
+                        "rename them")
     rows = _per_ticker_rows(bars, listings)
     tickers = sorted(rows["tic"].unique())
 
@@ -336,9 +388,12 @@ def prepare_market(bars: pd.DataFrame, *, splits: dict | None = None, indicators
         if len(off_calendar):
             raise DataError(f"bars on non-trading day(s) of the calendar: {[str(d.date()) for d in off_calendar[:3]]}")
         dates = calendar.sort_values()
+    first = 0 if window_start is None else int(np.searchsorted(dates, pd.Timestamp(window_start)))
+    if first >= len(dates):
+        raise DataError(f"no trading days from {pd.Timestamp(window_start).date()} on in the data")
     if splits is None:
-        splits = fraction_splits(dates)
-    positions = _split_positions(dates, splits)
+        splits = fraction_splits(dates[first:])
+    positions = {name: (a + first, b + first) for name, (a, b) in _split_positions(dates[first:], splits).items()}
 
     present = _dense(rows, "close", dates, tickers)
     traded = ~np.isnan(present) & (_dense(rows, "volume", dates, tickers) > 0)
@@ -367,18 +422,21 @@ def prepare_market(bars: pd.DataFrame, *, splits: dict | None = None, indicators
     raw_features = np.stack([
         pd.DataFrame(_dense(feature_frame, name, dates, tickers)).ffill().to_numpy() for name in feature_names
     ], axis=-1)
-    train_start, train_stop = positions["train"]
-    train_values = raw_features[train_start:train_stop][traded[train_start:train_stop]]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        mean = np.nanmean(train_values, axis=0)
-        std = np.nanstd(train_values, axis=0)
-    mean = np.nan_to_num(mean)
-    std = np.where(np.isfinite(std) & (std > 1e-12), std, 1.0)
+    if feature_stats is not None:
+        mean, std = check_feature_stats(feature_stats, feature_names)
+    else:
+        train_start, train_stop = positions["train"]
+        train_values = raw_features[train_start:train_stop][traded[train_start:train_stop]]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            mean = np.nanmean(train_values, axis=0)
+            std = np.nanstd(train_values, axis=0)
+        mean = np.nan_to_num(mean)
+        std = np.where(np.isfinite(std) & (std > 1e-12), std, 1.0)
     features = np.clip(np.nan_to_num((raw_features - mean) / std), -FEATURE_CLIP, FEATURE_CLIP)
 
-    suspended = (~traded).sum(axis=0)
-    actions = rows[(rows["split_ratio"] != 1.0) | (rows["dividend"] > 0.0)]
+    suspended = (~traded[first:]).sum(axis=0)
+    actions = rows[((rows["split_ratio"] != 1.0) | (rows["dividend"] > 0.0)) & (rows["date"] >= dates[first])]
     info = {
         "suspended_stock_days": int(suspended.sum()),
         "suspended_by_ticker": {t: int(n) for t, n in zip(tickers, suspended) if n},
@@ -389,10 +447,12 @@ def prepare_market(bars: pd.DataFrame, *, splits: dict | None = None, indicators
         ],
         "feature_mean": mean.tolist(),
         "feature_std": std.tolist(),
+        "feature_stats_from": "given" if feature_stats is not None else "train split",
+        "indicators": list(indicators),
         "user_factors": user_factors,
     }
     as_tensor = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=torch.float64)  # noqa: E731
-    full = MarketData(
+    everything = MarketData(
         dates=dates.values.astype("datetime64[D]"), tickers=list(tickers), feature_names=feature_names,
         open=as_tensor(dense_or_close("open")), high=as_tensor(dense_or_close("high")),
         low=as_tensor(dense_or_close("low")), close=as_tensor(close), volume=as_tensor(volume),
@@ -401,6 +461,8 @@ def prepare_market(bars: pd.DataFrame, *, splits: dict | None = None, indicators
         down_limit=as_tensor(np.where(np.isnan(down), 0.0, down)), tradable=torch.as_tensor(traded),
         features=as_tensor(features), source=source, info=info,
     )
-    sliced = {name: full.slice_days(a, b) for name, (a, b) in positions.items()}
+    full = everything.slice_days(first, len(dates)) if first else everything
+    sliced = {name: everything.slice_days(a, b) for name, (a, b) in positions.items()}
     split_dates = {name: m.date_range() for name, m in sliced.items()}
-    return PreparedMarket(full=full, splits=sliced, bars=bars, benchmark=benchmark, split_dates=split_dates)
+    window_bars = bars[bars["date"] >= dates[first]].reset_index(drop=True) if first else bars
+    return PreparedMarket(full=full, splits=sliced, bars=window_bars, benchmark=benchmark, split_dates=split_dates)

@@ -38,11 +38,11 @@ from typing import Any, Callable, Iterable, Mapping
 import pandas as pd
 
 from ..atomic import atomic_open
-from .schema import DataError, validate_bars
+from .schema import DataError, canonical_ticker, exchange_of, validate_bars
 
 __all__ = [
     "SourceResult", "MissingTokenError", "fetch_tushare", "fetch_akshare", "fetch_baostock",
-    "read_bars", "to_plain_code", "to_baostock_code", "from_plain_code",
+    "read_bars", "read_csv_bars", "to_plain_code", "to_baostock_code", "from_plain_code",
 ]
 
 BENCHMARK_NAME = "CSI 300"
@@ -74,21 +74,10 @@ _TICKER = re.compile(r"(\d{6})\.(SH|SZ|BJ)")
 
 
 def from_plain_code(code: str) -> str:
-    """``'600000'`` -> ``'600000.SH'``: the exchange follows from the leading digits.
-
-    6xxxxx trade in Shanghai, 0xxxxx / 3xxxxx in Shenzhen, 4xxxxx / 8xxxxx / 92xxxx in Beijing.
-    """
+    """``'600000'`` -> ``'600000.SH'``: the exchange follows from the leading digits
+    (`finrl_tutorial.data.schema.exchange_of`)."""
     text = str(code).strip()
-    if not re.fullmatch(r"\d{6}", text):
-        raise DataError(f"not a 6-digit A-share code: {code!r}")
-    if text.startswith("92") or text[0] in "48":
-        return f"{text}.BJ"
-    if text[0] == "6":
-        return f"{text}.SH"
-    if text[0] in "03":
-        return f"{text}.SZ"
-    raise DataError(f"cannot tell the exchange of code {code!r} (expected 6xxxxx Shanghai, "
-                    "0xxxxx/3xxxxx Shenzhen, 4xxxxx/8xxxxx/92xxxx Beijing)")
+    return f"{text}.{exchange_of(text)}"
 
 
 def _ticker(ticker: str) -> str:
@@ -113,8 +102,10 @@ def to_baostock_code(ticker: str) -> str:
 
 
 def normalize_tickers(tickers: str | Iterable[str]) -> list[str]:
+    """A-share tickers in any usual spelling (``600000``, ``sh.600000``, ``SH600000``,
+    ``600000.XSHG``) as canonical ``600000.SH`` codes, without repeats, in the order given."""
     items = [tickers] if isinstance(tickers, str) else list(tickers)
-    out = list(dict.fromkeys(_ticker(t) for t in items))
+    out = list(dict.fromkeys(canonical_ticker(t, strict=True) for t in items))
     if not out:
         raise DataError("no tickers given")
     return out
@@ -631,22 +622,36 @@ def _listings(basics: pd.DataFrame | None, parts: list[pd.DataFrame]) -> pd.Data
 
 # --------------------------------------------------------------------------- your own file
 
-def read_bars(path_or_frame: str | os.PathLike | pd.DataFrame) -> SourceResult:
-    """Bars from a CSV file (compressed is fine) or a DataFrame already in the schema."""
+def read_csv_bars(path: str | os.PathLike) -> pd.DataFrame:
+    """The raw table of a bar file (CSV, compressed is fine), not yet validated."""
+    path = Path(path).expanduser()
+    if path.is_dir():
+        raise DataError(f"{path} is a folder, not a bar file (CSV)")
+    if not path.is_file():
+        raise DataError(f"bar file not found: {path}")
+    try:  # keep codes like 000001 intact, whatever the case of the header
+        frame = pd.read_csv(path, dtype={"tic": str, "TIC": str, "Tic": str})
+    except Exception as exc:
+        problem = _one_line(exc)
+    else:
+        header = str(frame.columns[0]) if len(frame.columns) == 1 else ""
+        for separator in (";", "\t", "|"):
+            if separator in header:
+                raise DataError(f"bar file {path} has one column {header[:60]!r}: it seems to use "
+                                f"{separator!r} between values; write it with commas")
+        return frame
+    raise DataError(f"cannot read bar file {path}: {problem}")
+
+
+def read_bars(path_or_frame: str | os.PathLike | pd.DataFrame, date_format: str | None = None) -> SourceResult:
+    """Bars from a CSV file (compressed is fine) or a DataFrame already in the schema.
+
+    ``date_format`` (e.g. ``'%d/%m/%Y'``) reads the date column when its format is ambiguous.
+    """
     if isinstance(path_or_frame, pd.DataFrame):
         frame = path_or_frame
     elif isinstance(path_or_frame, (str, os.PathLike)):
-        path = Path(path_or_frame).expanduser()
-        if not path.is_file():
-            raise DataError(f"bar file not found: {path}")
-        try:
-            frame = pd.read_csv(path, dtype={"tic": str})  # keep codes like 000001 intact
-        except Exception as exc:
-            problem = _one_line(exc)
-        else:
-            problem = None
-        if problem:
-            raise DataError(f"cannot read bar file {path}: {problem}")
+        frame = read_csv_bars(path_or_frame)
     else:
         raise DataError(f"expected a CSV path or a DataFrame, got {type(path_or_frame).__name__}")
-    return SourceResult(bars=validate_bars(frame, min_history=1), source="csv")
+    return SourceResult(bars=validate_bars(frame, min_history=1, date_format=date_format), source="csv")

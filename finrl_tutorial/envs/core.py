@@ -20,6 +20,7 @@ import torch
 
 from .. import rules
 from ..data.market import MarketData
+from ..errors import ConfigError, check_bool, check_choice, check_int, check_real
 
 
 @dataclass
@@ -59,20 +60,29 @@ class EnvConfig:
     default 10 %); ``inf`` turns the cap off."""
 
     def __post_init__(self):
-        if self.execution not in ("open", "close"):
-            raise ValueError(f"execution must be 'open' or 'close', got {self.execution!r}")
-        if self.action_mode not in ("shares", "weights"):
-            raise ValueError(f"action_mode must be 'shares' or 'weights', got {self.action_mode!r}")
-        if self.horizon is not None and self.horizon < 1:
-            raise ValueError(f"horizon must be >= 1 or None, got {self.horizon}")
-        if self.initial_cash <= 0 or self.max_lots < 1:
-            raise ValueError("initial_cash must be > 0 and max_lots >= 1")
-        if not 0.0 <= self.slippage < 0.1:
-            raise ValueError(f"slippage must be in [0, 0.1), got {self.slippage}")
-        if not self.impact >= 0.0:
-            raise ValueError(f"impact must be >= 0, got {self.impact}")
-        if not self.max_participation > 0.0:
-            raise ValueError(f"max_participation must be > 0 (inf: no cap), got {self.max_participation}")
+        owner = "EnvConfig"
+        check_real(owner, "initial_cash", self.initial_cash, low=0, low_open=True)
+        check_int(owner, "max_lots", self.max_lots, minimum=1)
+        check_choice(owner, "action_mode", self.action_mode, ("shares", "weights"))
+        if self.horizon is not None:
+            check_int(owner, "horizon", self.horizon, minimum=1)
+        check_bool(owner, "random_start", self.random_start)
+        check_choice(owner, "execution", self.execution, ("open", "close"))
+        check_real(owner, "reward_scale", self.reward_scale, low=0, low_open=True)
+        check_real(owner, "ruin_fraction", self.ruin_fraction, low=0, high=1, high_open=True)
+        if not isinstance(self.fees, rules.FeeSchedule):
+            raise ConfigError(f"{owner}.fees must be a FeeSchedule, got {type(self.fees).__name__}")
+        for name in ("commission_rate", "min_commission"):
+            check_real(f"{owner}.fees", name, getattr(self.fees, name), low=0)
+        for name in ("stamp_duty", "transfer_fee"):
+            for step in getattr(self.fees, name):
+                if len(step) != 2:
+                    raise ConfigError(f"{owner}.fees.{name} must be (date, rate) pairs, got {step!r}")
+                check_real(f"{owner}.fees", name, step[1], low=0, high=1, high_open=True)
+        check_real(owner, "slippage", self.slippage, low=0, high=0.1, high_open=True)
+        check_real(owner, "impact", self.impact, low=0)
+        if not self.max_participation > 0.0:  # inf is allowed: no cap
+            raise ConfigError(f"{owner}.max_participation must be > 0 (inf: no cap), got {self.max_participation}")
 
 
 class Account(NamedTuple):

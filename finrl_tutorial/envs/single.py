@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from ..data.market import MarketData
+from ..errors import InputError
 from .core import EnvConfig, MarketArrays, draw_start_days, initial_account, observation_size, observe, step_account
 
 
@@ -50,7 +51,19 @@ class StockTradingEnv(gym.Env):
     def step(self, action):
         if self.account is None:
             raise RuntimeError("call reset() before step()")
-        action = torch.as_tensor(np.asarray(action, dtype=np.float64), dtype=self.dtype)
+        try:
+            values = np.asarray(action, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InputError(f"action must be {self.market.num_stocks} numbers (one per stock), "
+                             f"got {type(action).__name__}") from None
+        if values.shape != (self.market.num_stocks,):
+            raise InputError(f"action has shape {values.shape}, expected ({self.market.num_stocks},): "
+                             "one value in [-1, 1] per stock")
+        bad = np.flatnonzero(~np.isfinite(values))
+        if len(bad):
+            raise InputError(f"action has non-finite value(s) {values[bad[:3]].tolist()} for stock(s) "
+                             f"{[self.market.tickers[i] for i in bad[:3]]}: a NaN would poison the account")
+        action = torch.as_tensor(values, dtype=self.dtype)
         self.account, reward, terminated, truncated, fee, traded, dividend = step_account(
             self.account, action, self.arrays, self.config)
         info = self._info(fee=float(fee), traded_value=float(traded), dividend=float(dividend))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 
 from ..data.market import MarketData
+from ..errors import InputError, check_int
 from .core import (Account, EnvConfig, MarketArrays, counter_uniform, draw_start_days, initial_account,
                    observation_size, observe, seed_counters, step_account)
 
@@ -24,9 +25,8 @@ class VecStockTradingEnv:
 
     def __init__(self, market: MarketData, num_envs: int, config: EnvConfig | None = None, *,
                  device=None, dtype: torch.dtype = torch.float32, seed: int = 0,
-                 start_window: tuple[int, int] | None = None):
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+                 start_window: tuple[int, int] | None = None, check_actions: bool | None = None):
+        check_int("VecStockTradingEnv", "num_envs", num_envs, minimum=1)
         self.config = config or EnvConfig()
         self.market = market.to(device if device is not None else market.device, dtype)
         self.arrays = MarketArrays.from_market(self.market, self.config.fees)
@@ -41,6 +41,10 @@ class VecStockTradingEnv:
         self.account: Account | None = None
         # Episodes start on days [lo, hi) only: a worker's or rank's shard of the data.
         self.start_window = start_window
+        # A NaN action would poison its account for the rest of the episode. Checking it costs a
+        # host sync per step: done on CPU (cheap) unless turned off, skipped on GPUs by default
+        # (there a NaN from the policy surfaces as a non-finite loss in the update).
+        self.check_actions = self.device.type == "cpu" if check_actions is None else check_actions
         if start_window is not None and not 0 <= start_window[0] < start_window[1] <= self.arrays.num_days - 1:
             raise ValueError(f"start_window {start_window} must lie within [0, {self.arrays.num_days - 1})")
 
@@ -64,7 +68,17 @@ class VecStockTradingEnv:
     def step(self, action: torch.Tensor):
         if self.account is None:
             raise RuntimeError("call reset() before step()")
+        if not isinstance(action, torch.Tensor):
+            action = torch.as_tensor(action)
+        if tuple(action.shape) != (self.num_envs, self.num_stocks):
+            raise InputError(f"actions have shape {tuple(action.shape)}, expected ({self.num_envs}, {self.num_stocks}): "
+                             "one row per env, one value in [-1, 1] per stock")
         action = action.to(device=self.device, dtype=self.dtype)
+        # (not inside torch.compile or a CUDA graph: the check's host sync would break the graph)
+        if self.check_actions and not torch.compiler.is_compiling() and not bool(torch.isfinite(action).all()):
+            env, stock = torch.nonzero(~torch.isfinite(action))[0].tolist()
+            raise InputError(f"non-finite action {float(action[env, stock])} for env {env}, stock "
+                             f"{self.market.tickers[stock]}: a NaN would poison the account")
         stepped, reward, terminated, truncated, fee, traded, dividend = self._step_accounts(action)
         final_obs = observe(stepped, self.arrays)
         done = terminated | truncated

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import asdict, fields
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import torch
 from ..agents import ActorCritic, PPOConfig, make_config
 from ..atomic import atomic_open
 from ..envs import EnvConfig
+from ..errors import InputError
 from ..rules import FeeSchedule
 
 
@@ -46,40 +48,72 @@ def agent_config_from_dict(values: dict) -> PPOConfig:
     return make_config(algo, **{k: v for k, v in values.items() if k in known})
 
 
+class CheckpointError(InputError):
+    """A file that is not a usable checkpoint (unreadable, incomplete, or for another network)."""
+
+
+class MissingCheckpointError(CheckpointError, FileNotFoundError):
+    """No checkpoint at the path given."""
+
+
 _REQUIRED_KEYS = ("model", "config", "env_config", "obs_dim", "action_dim", "tickers", "feature_names")
 
 
+_PREAMBLE = ("Weights only load failed", "Check the documentation", "Please file an issue", "WeightsUnpickler error")
+
+
 def _reason(error: Exception, limit: int = 300) -> str:
-    """torch.load's error as one short line (its weights-only errors span a dozen lines of advice)."""
+    """torch.load's error as one short line: the reason, without the dozen lines of advice around
+    it (a refused pickle says which global it tried to load)."""
     text = str(error)
     if "WeightsUnpickler error:" in text:
         text = text.split("WeightsUnpickler error:", 1)[1]
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    line = lines[0] if lines else type(error).__name__
+    reasons = [line for line in lines if not line.startswith(_PREAMBLE)]
+    line = (reasons or lines or [type(error).__name__])[0]
     return line if len(line) <= limit else line[:limit - 3] + "..."
 
 
 def load_checkpoint(path: str | os.PathLike, device="cpu") -> dict:
     """Load a checkpoint safely (tensors and plain values only); a clear error if it is not one."""
     path = Path(path)
+    if path.is_dir():
+        raise CheckpointError(f"{path} is a folder, not a checkpoint (e.g. {path}/checkpoints/best.pt)")
     if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}")
+        raise MissingCheckpointError(f"no checkpoint at {path}")
     try:
-        state = torch.load(path, map_location=device, weights_only=True)
+        with warnings.catch_warnings():  # torch warns about odd pickle protocols on stderr: the error says it
+            warnings.simplefilter("ignore")
+            state = torch.load(path, map_location=device, weights_only=True)
     except Exception as error:
-        raise ValueError(f"{path} is not a readable finrl_tutorial checkpoint: {_reason(error)}") from None
+        raise CheckpointError(f"{path} is not a readable finrl_tutorial checkpoint: {_reason(error)}") from None
     if not isinstance(state, dict) or "model" not in state or "config" not in state:
-        raise ValueError(f"{path} is not a finrl_tutorial checkpoint (no model/config inside)")
+        raise CheckpointError(f"{path} is not a finrl_tutorial checkpoint (no model/config inside)")
     missing = [key for key in _REQUIRED_KEYS if key not in state]
     if missing:  # what agent_from_checkpoint and the backtest read
-        raise ValueError(f"{path} is an incomplete finrl_tutorial checkpoint (missing {', '.join(missing)})")
+        raise CheckpointError(f"{path} is an incomplete finrl_tutorial checkpoint (missing {', '.join(missing)})")
     return state
+
+
+def load_weights(agent: torch.nn.Module, weights: dict, path="the checkpoint") -> None:
+    """``agent.load_state_dict(weights)``, or one line saying the shapes do not fit."""
+    try:
+        agent.load_state_dict(weights)
+    except (RuntimeError, KeyError, TypeError) as error:
+        mismatched = [f"{k} {tuple(v.shape)} vs {tuple(agent.state_dict()[k].shape)}"
+                      for k, v in weights.items() if isinstance(v, torch.Tensor) and k in agent.state_dict()
+                      and tuple(v.shape) != tuple(agent.state_dict()[k].shape)]
+        detail = "; ".join(mismatched[:2]) if mismatched else _reason(error)
+        raise CheckpointError(f"{path} holds a network of another shape ({detail})") from None
 
 
 def agent_from_checkpoint(state: dict, device="cpu") -> tuple[ActorCritic, PPOConfig, EnvConfig]:
     """Rebuild the agent (in eval mode) and the configs it was trained with."""
-    config = agent_config_from_dict(state["config"])
-    env_config = env_config_from_dict(state["env_config"])
+    try:
+        config = agent_config_from_dict(state["config"])
+        env_config = env_config_from_dict(state["env_config"])
+    except (TypeError, AttributeError) as error:  # a config dict of the wrong form
+        raise CheckpointError(f"the checkpoint's configs cannot be read: {_reason(error)}") from None
     agent = ActorCritic.from_config(state["obs_dim"], state["action_dim"], config, env_config.action_mode)
-    agent.load_state_dict(state["model"])
+    load_weights(agent, state["model"])
     return agent.to(device).eval(), config, env_config

@@ -48,6 +48,8 @@ import os
 import torch
 from torch import nn
 
+from ..errors import InputError
+
 _TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 
 
@@ -61,7 +63,7 @@ class DataParallelContext:
         self.device = torch.device(device if device is not None else ("cuda" if torch.cuda.is_available() else "cpu"))
         if self.device.type == "cuda":
             if not torch.cuda.is_available():
-                raise ValueError(f"device {self.device} requested but CUDA is not available")
+                raise InputError(f"device {self.device} requested but CUDA is not available")
             if self.device.index is None:
                 self.device = torch.device("cuda", torch.cuda.current_device())
             others = [i for i in range(torch.cuda.device_count()) if i != self.device.index]
@@ -102,7 +104,7 @@ class DistributedContext:
 
         missing = [name for name in _TORCHRUN_VARIABLES if name not in os.environ]
         if missing:
-            raise ValueError(f"--ddp needs the environment torchrun sets ({', '.join(missing)} missing): launch "
+            raise InputError(f"--ddp needs the environment torchrun sets ({', '.join(missing)} missing): launch "
                              "with `torchrun --nproc_per_node=K -m finrl_tutorial train --ddp ...`")
         if not dist.is_available():
             raise ImportError("this torch build has no torch.distributed")
@@ -111,9 +113,9 @@ class DistributedContext:
         wanted = torch.device(device if device is not None else "cpu")
         if wanted.type == "cuda":
             if not torch.cuda.is_available():
-                raise ValueError("--ddp --device cuda requested but CUDA is not available")
+                raise InputError("--ddp --device cuda requested but CUDA is not available")
             if local_rank >= torch.cuda.device_count():
-                raise ValueError(f"LOCAL_RANK {local_rank} but only {torch.cuda.device_count()} GPU(s) visible: "
+                raise InputError(f"LOCAL_RANK {local_rank} but only {torch.cuda.device_count()} GPU(s) visible: "
                                  "use --nproc_per_node <= the number of GPUs")
             wanted = torch.device("cuda", local_rank)
             torch.cuda.set_device(wanted)
@@ -121,7 +123,7 @@ class DistributedContext:
         elif wanted.type == "cpu":
             backend = "gloo"
         else:
-            raise ValueError(f"--ddp supports cpu and cuda devices, got {wanted}")
+            raise InputError(f"--ddp supports cpu and cuda devices, got {wanted}")
         if not dist.is_initialized():
             dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
         return cls(rank, world_size, local_rank, wanted)

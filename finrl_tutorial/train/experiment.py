@@ -18,8 +18,11 @@ from ..backtest.runner import TABLE_COLUMNS, agent_policy, backtest
 from ..bench import machine
 from ..data.clean import PreparedMarket
 from ..envs import EnvConfig
+from ..data.clean import check_split_lengths
+from ..errors import RunFolderError, check_int, require_device
+from . import runs
 from .checkpoint import config_to_dict
-from .trainer import initial_agent, train
+from .trainer import _same_settings, check_memory, initial_agent, train
 
 
 def write_json(obj, path: Path) -> None:
@@ -35,29 +38,81 @@ def _mean_std(per_seed: list[dict]) -> tuple[dict, dict]:
     return mean, std
 
 
+MIN_SPLIT_DAYS = 20
+"""Fewest trading days a split may have in the main job (a Sharpe ratio of three returns means nothing)."""
+
+
 def run_experiment(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | None = None, *,
                    out_dir: str | Path = "runs/default", seeds: int = 1, eval_every: int = 5,
-                   progress: bool = True, worker_pool_factory=None, distributed=None) -> dict:
+                   progress: bool = True, worker_pool_factory=None, distributed=None, resume: bool = False,
+                   overwrite: bool = False, min_split_days: int = MIN_SPLIT_DAYS) -> dict:
     """Train ``seeds`` runs (seed, seed+1, …) and backtest each on ``market.test``.
 
     Writes to ``out_dir``: ``report.json`` (with the bootstrap interval of the agent's Sharpe
     minus buy-and-hold's, ``sharpe_vs_buy_and_hold``), ``config.json``, ``learning_curve.png``,
     ``equity.png``, ``weights.png``, ``checkpoints/best.pt`` (the seed with the best *validation* Sharpe — the
     test split never chooses anything), and one ``seed_<k>/`` folder per seed when ``seeds > 1``.
+    ``out_dir`` may not hold another run: ``resume=True`` continues it (each seed from its
+    ``last.pt``, bit-exact on CPU; the settings must be the same), ``overwrite=True`` replaces it.
+    It is locked for the whole experiment. Every split needs ``min_split_days`` trading days.
     """
+    check_int("run_experiment", "seeds", seeds, minimum=1)
+    check_int("run_experiment", "eval_every", eval_every, minimum=0)
+    check_split_lengths(market, min_split_days)
+    if distributed is None:  # before the run folder is touched: a run that cannot start leaves nothing
+        device = require_device(config.device)
+        if worker_pool_factory is None:
+            check_memory(config, market.train, device)
+    is_main = distributed is None or distributed.rank == 0
+    if not is_main:
+        return _run_experiment(market, config, env_config, Path(out_dir), seeds, eval_every, progress,
+                               worker_pool_factory, distributed, resume)
+    with runs.claim(out_dir, resume=resume, overwrite=overwrite):
+        return _run_experiment(market, config, env_config, Path(out_dir), seeds, eval_every, progress,
+                               worker_pool_factory, distributed, resume)
+
+
+def _settings(market, config, env_config, seed_list, eval_every) -> dict:
+    summary = market.summary()
+    return {"config": config_to_dict(config), "env_config": config_to_dict(env_config),
+            "data": {"source": summary["source"], "tickers": summary["tickers"],
+                     "train": list(market.split_dates["train"]), "valid": list(market.split_dates["valid"]),
+                     "test": list(market.split_dates["test"])},
+            "seeds": seed_list, "eval_every": eval_every}
+
+
+def _run_experiment(market, config, env_config, out_dir: Path, seeds, eval_every, progress, worker_pool_factory,
+                    distributed, resume) -> dict:
     from ..backtest.plots import plot_band, plot_equity, plot_weights
 
     env_config = env_config or EnvConfig()
-    out_dir = Path(out_dir)
     is_main = distributed is None or distributed.rank == 0
     seed_list = [config.seed + k for k in range(seeds)]
+    settings = _settings(market, config, env_config, seed_list, eval_every)
+    if is_main:
+        saved = out_dir / "config.json"
+        if resume:
+            if not saved.is_file():
+                raise RunFolderError(f"nothing to resume in {out_dir} (no config.json): start it without --resume")
+            before = json.loads(saved.read_text())
+            ignore = {"config": ("device",), "env_config": (), "data": (), "seeds": (), "eval_every": ()}
+            for key in settings:
+                old, new = before.get(key), settings[key]
+                if isinstance(old, dict) and isinstance(new, dict):
+                    _same_settings(old, new, f"{key.replace('_', ' ')} settings", out_dir, ignore=ignore[key])
+                elif json.loads(json.dumps(old)) != json.loads(json.dumps(new)):
+                    raise RunFolderError(f"cannot resume {out_dir} with other {key}: {old!r} -> {new!r}")
+        else:  # written first: a run stopped half-way still says what it was
+            write_json(settings, saved)
     results, backtests = [], []
     for seed in seed_list:
         seed_dir = out_dir if seeds == 1 else out_dir / f"seed_{seed}"
+        last = seed_dir / "checkpoints" / "last.pt"
         pool = worker_pool_factory(seed) if worker_pool_factory else None
         try:
             result = train(market, replace(config, seed=seed), env_config, out_dir=seed_dir, eval_every=eval_every,
-                           progress=progress, distributed=distributed, worker_pool=pool)
+                           progress=progress, distributed=distributed, worker_pool=pool,
+                           resume=last if resume and last.is_file() else None)
         finally:
             if pool is not None:
                 pool.close()
@@ -122,8 +177,7 @@ def run_experiment(market: PreparedMarket, config: PPOConfig, env_config: EnvCon
         "machine": machine(),
     }
     write_json(report, out_dir / "report.json")
-    write_json({"config": report["config"], "env_config": report["env_config"], "data": report["data"],
-                "seeds": seed_list}, out_dir / "config.json")
+    write_json(settings, out_dir / "config.json")
     return report
 
 

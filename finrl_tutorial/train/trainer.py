@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import json
 import math
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +25,9 @@ from ..backtest.runner import agent_policy, run_policy
 from ..data.clean import PreparedMarket
 from ..data.market import MarketData
 from ..envs import Account, EnvConfig, VecStockTradingEnv, observation_size
-from .checkpoint import atomic_save, config_to_dict, load_checkpoint
+from ..errors import InputError, RunFolderError, check_int, require_device
+from . import runs
+from .checkpoint import atomic_save, config_to_dict, load_checkpoint, load_weights
 
 LOG_COLUMNS = (
     "iteration", "env_steps", "wall_seconds", "samples_per_s", "learning_rate",
@@ -100,25 +104,85 @@ def _account_state(env: VecStockTradingEnv) -> dict:
     return {name: tensor.cpu() for name, tensor in env.account._asdict().items()}
 
 
+def _available_bytes(device: torch.device) -> int | None:
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        import psutil
+        return int(psutil.virtual_memory().available)
+    except ImportError:
+        try:
+            return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, ValueError, OSError):
+            return None
+
+
+def check_memory(config: PPOConfig, market, device: torch.device) -> None:
+    """Refuse a rollout that cannot fit (a huge ``num_envs``) before allocating it, in one line."""
+    stocks, features = market.num_stocks, market.num_features
+    obs_dim = 1 + stocks * (features + 3)
+    # rollout buffer (float32) + the env's accounts and per-step temporaries (float32, ~16 [N, S] arrays)
+    needed = 4 * (config.horizon_len * config.num_envs * (obs_dim + stocks + 5)
+                  + config.num_envs * (4 * obs_dim + 16 * stocks))
+    available = _available_bytes(device)
+    if available is not None and needed > 0.8 * available:
+        raise InputError(f"num_envs={config.num_envs} x horizon_len={config.horizon_len} needs about "
+                         f"{needed / 2**30:,.1f} GiB on {device}, and {available / 2**30:,.1f} GiB is free: "
+                         "lower --num-envs or --horizon-len")
+
+
+def _same_settings(saved: dict, current: dict, what: str, path, ignore=("device",)) -> None:
+    """A resumed run must continue with the settings it was started with (else it is not the same run)."""
+    normal = lambda d: json.loads(json.dumps(d, default=str))  # noqa: E731  tuples vs lists
+    saved, current = normal(saved), normal(current)
+    changed = [f"{k} {saved.get(k)!r} -> {current.get(k)!r}" for k in sorted(set(saved) | set(current))
+               if k not in ignore and saved.get(k) != current.get(k)]
+    if changed:
+        raise RunFolderError(f"cannot resume {path} with other {what}: {'; '.join(changed[:4])}; "
+                             "resume with the original options, or start a new run")
+
+
 def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | None = None, *,
           out_dir: str | Path | None = None, eval_every: int = 5, progress: bool = True,
           resume: str | Path | None = None, distributed=None, worker_pool=None,
-          on_evaluation: Callable[[dict], None] | None = None) -> TrainResult:
+          overwrite: bool = False, on_evaluation: Callable[[dict], None] | None = None) -> TrainResult:
     """Train ``config.algo`` on ``market.train``; select the best checkpoint on ``market.valid``.
 
-    ``resume``: a ``last.pt`` to continue from (same curve as an uninterrupted run on CPU).
+    ``resume``: a ``last.pt`` to continue from (same curve as an uninterrupted run on CPU); it
+    must have been written with the same configs. ``out_dir`` may not hold another run unless
+    ``resume`` or ``overwrite`` (see `finrl_tutorial.train.runs`); it is locked while training.
+    ``eval_every``: validate (and checkpoint) every K iterations and after the last; 0 never
+    validates, and the final weights are saved as ``best.pt`` and ``last.pt`` at the end.
     ``distributed`` (a `finrl_tutorial.train.distributed.DistributedContext`) and ``worker_pool``
     (a `finrl_tutorial.train.workers.WorkerPool`) switch on the scale-out paths (book chapters 4 and 5);
     without them this is one process with one batched env. ``on_evaluation`` is called after each
     validation with ``{"iteration", "env_steps", "metrics", "agent", "is_best"}`` (the learning
     benchmark uses it to follow every candidate checkpoint).
     """
+    check_int("train", "eval_every", eval_every, minimum=0)
+    is_main = (distributed.rank if distributed else 0) == 0
+    if out_dir is None or not is_main:
+        return _train(market, config, env_config, out_dir=None, eval_every=eval_every, progress=progress,
+                      resume=resume, distributed=distributed, worker_pool=worker_pool)
+    with runs.claim(out_dir, resume=resume is not None, overwrite=overwrite):
+        return _train(market, config, env_config, out_dir=out_dir, eval_every=eval_every, progress=progress,
+                      resume=resume, distributed=distributed, worker_pool=worker_pool)
+
+
+def _train(market, config: PPOConfig, env_config: EnvConfig | None, *, out_dir, eval_every: int, progress: bool,
+           resume, distributed, worker_pool) -> TrainResult:
     env_config = env_config or EnvConfig()
     rank = distributed.rank if distributed else 0
     is_main = rank == 0
     run_dir = Path(out_dir) if (out_dir is not None and is_main) else None
     checkpoint_dir = run_dir / "checkpoints" if run_dir else None
-    device = torch.device(distributed.device if distributed else config.device)
+    device = torch.device(distributed.device) if distributed else require_device(config.device)
+    if resume is not None:  # checked before anything is built: a wrong file is one line, not a shape error
+        state = load_checkpoint(resume, device=device)
+        _same_settings(state["config"], config_to_dict(config), "agent settings", resume)
+        _same_settings(state["env_config"], config_to_dict(env_config), "env settings", resume)
+    if worker_pool is None:
+        check_memory(config, market.train, device)
 
     seed = config.seed + 1000 * rank  # each rank its own env starts and noise, same initial weights
     world_size = distributed.world_size if distributed else 1
@@ -129,8 +193,9 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
         if world_size > 1:  # each rank its own disjoint window of episode start days
             from .workers import shard_start_windows
             start_window = shard_start_windows(market.train.num_days, world_size)[rank]
+        # actions come from the agent: a NaN there is a NaN in its weights, which `update` reports
         env = VecStockTradingEnv(market.train, config.num_envs, env_config, device=device, seed=seed,
-                                 start_window=start_window)
+                                 start_window=start_window, check_actions=False)
     agent = initial_agent(market.train, config, env_config).to(device)
     torch.manual_seed(seed)
     learner = distributed.wrap(agent) if distributed else agent
@@ -145,8 +210,7 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
     last_saved = Path(resume) if resume is not None else None  # the last good checkpoint, for errors
     obs, _ = env.reset(seed=seed)
     if resume is not None:
-        state = load_checkpoint(resume, device=device)
-        agent.load_state_dict(state["model"])
+        load_weights(agent, state["model"], resume)
         optimizer.load_state_dict(state["optimizer"])
         start_iteration, env_steps = state["iteration"], state["env_steps"]
         best_sharpe, spent = state["best_valid_sharpe"], state["wall_seconds"]
@@ -162,8 +226,17 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
     log = CsvLog(run_dir / "log.csv" if run_dir else None,
                  keep_below_iteration=start_iteration if resume is not None else None)
 
-    def checkpoint(iteration: int) -> dict:
-        state = {
+    info = market.train.info
+    pipeline = {  # what turns bars into this agent's inputs: a backtest on any window reuses it
+        "feature_stats": {"names": list(market.train.feature_names), "mean": list(info["feature_mean"]),
+                          "std": list(info["feature_std"])} if "feature_mean" in info else None,
+        "indicators": info.get("indicators"), "user_factors": info.get("user_factors"),
+        "split_dates": {k: list(v) for k, v in getattr(market, "split_dates", {}).items()},
+        "source": market.train.source, "eval_every": eval_every,
+    }
+
+    def checkpoint(iteration: int, selected_by: str = "validation sharpe") -> dict:
+        state = pipeline | {"selected_by": selected_by} | {
             "model": agent.state_dict(), "optimizer": optimizer.state_dict(), "config": config_to_dict(config),
             "env_config": config_to_dict(env_config), "obs_dim": env.observation_dim, "action_dim": env.action_dim,
             "iteration": iteration, "env_steps": env_steps, "best_valid_sharpe": best_sharpe,
@@ -224,6 +297,10 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
             log.append(row)
             if "valid/sharpe_ratio" in row:
                 bar.set_postfix(valid_sharpe=row["valid/sharpe_ratio"], best=best_sharpe, refresh=False)
+    if checkpoint_dir and not eval_every and start_iteration < iterations:
+        # no validation ever chose weights: keep the final ones, as best.pt (for backtest) and last.pt (resume)
+        atomic_save(checkpoint(iterations, selected_by="final weights (no validation)"), checkpoint_dir / "best.pt")
+        atomic_save(checkpoint(iterations, selected_by="final weights (no validation)"), checkpoint_dir / "last.pt")
     wall_seconds = spent + time.perf_counter() - started
 
     frame = log.frame()

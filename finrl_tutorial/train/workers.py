@@ -53,6 +53,7 @@ from ..agents import ActorCritic, PPOConfig, Rollout, collect_rollout
 from ..data.market import MarketData
 from ..envs import EnvConfig, VecStockTradingEnv
 from ..envs.core import observation_size, start_day_range
+from ..errors import InputError
 from .trainer import TrainingError
 
 _ROLLOUT_FIELDS = tuple(f.name for f in dataclasses.fields(Rollout) if f.name != "stats")  # the tensors
@@ -77,9 +78,9 @@ def shard_start_windows(num_days: int, num_shards: int,
     """
     lo, hi = window if window is not None else start_day_range(num_days)
     if num_shards < 1:
-        raise ValueError(f"num_shards must be >= 1, got {num_shards}")
+        raise InputError(f"num_shards must be >= 1, got {num_shards}")
     if hi - lo < num_shards:
-        raise ValueError(f"{hi - lo} episode start days cannot be split into {num_shards} disjoint windows: "
+        raise InputError(f"{hi - lo} episode start days cannot be split into {num_shards} disjoint windows: "
                          "use fewer workers/ranks or more training days")
     bounds = [lo + (hi - lo) * k // num_shards for k in range(num_shards + 1)]
     windows = [(bounds[k], bounds[k + 1]) for k in range(num_shards)]
@@ -90,9 +91,9 @@ def shard_start_windows(num_days: int, num_shards: int,
 def split_envs(num_envs: int, num_workers: int) -> list[int]:
     """Sub-envs per worker: ``num_envs // num_workers`` each, the remainder to the first workers."""
     if num_workers < 1:
-        raise ValueError(f"num_workers must be >= 1, got {num_workers}")
+        raise InputError(f"num_workers must be >= 1, got {num_workers}")
     if num_envs < num_workers:
-        raise ValueError(f"num_envs ({num_envs}) must be >= num_workers ({num_workers}): every worker "
+        raise InputError(f"num_envs ({num_envs}) must be >= num_workers ({num_workers}): every worker "
                          "needs at least one env")
     base, extra = divmod(num_envs, num_workers)
     return [base + (1 if k < extra else 0) for k in range(num_workers)]
@@ -129,7 +130,8 @@ def _worker_main(index: int, market: MarketData, env_config: EnvConfig, num_envs
     torch.set_num_threads(1)
     os.environ["TQDM_DISABLE"] = "1"  # no progress bars from workers
     try:
-        env = VecStockTradingEnv(market, num_envs, env_config, device="cpu", seed=seed, start_window=start_window)
+        env = VecStockTradingEnv(market, num_envs, env_config, device="cpu", seed=seed, start_window=start_window,
+                                 check_actions=False)  # the agent's actions: NaN weights surface in the update
         torch.manual_seed(seed)
         obs, _ = env.reset(seed=seed)
         obs_buffer.copy_(obs)
@@ -195,7 +197,7 @@ class WorkerPool:
                  start_window: tuple[int, int] | None = None, learner_threads: int | None = None):
         env_config = env_config or EnvConfig()
         if learner_threads is not None and learner_threads < 1:
-            raise ValueError(f"learner_threads must be >= 1, got {learner_threads}")
+            raise InputError(f"learner_threads must be >= 1, got {learner_threads}")
         self.num_workers = num_workers
         self.learner_threads = learner_threads or max(1, min(num_workers, available_cores()))
         self.env_counts = split_envs(config.num_envs, num_workers)
@@ -333,7 +335,7 @@ class WorkerPool:
         """
         horizon_len = horizon_len or self.horizon_len
         if not 1 <= horizon_len <= self.horizon_len:
-            raise ValueError(f"horizon_len must be in [1, {self.horizon_len}] (the pool's config), got {horizon_len}")
+            raise InputError(f"horizon_len must be in [1, {self.horizon_len}] (the pool's config), got {horizon_len}")
         with torch.no_grad():
             self._policy.load_state_dict(agent.state_dict())
         for k in range(self.num_workers):

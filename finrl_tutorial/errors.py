@@ -1,0 +1,103 @@
+"""The errors that mean *bad input*, and the small checks the configs use.
+
+Everything a user can get wrong (a file, an option, a config value, a checkpoint) raises an
+`InputError` whose message names the problem in one line; the command line turns exactly these
+into ``error: <message>`` and exit code 2. Any other exception is a bug and keeps its traceback.
+`InputError` subclasses `ValueError`, so code that catches ``ValueError`` keeps working.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+
+class InputError(ValueError):
+    """Bad user input (data, options, configs, files). The message names the problem in one line."""
+
+
+class ConfigError(InputError):
+    """A config field has a value it cannot take."""
+
+
+class RunFolderError(InputError):
+    """A run folder cannot be used: it holds another run, is locked, or cannot be written."""
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_int(owner: str, name: str, value, minimum: int | None = None, maximum: int | None = None) -> int:
+    """``value`` must be an integer (not a bool, not 1.5) within [minimum, maximum]."""
+    if not _is_int(value):
+        raise ConfigError(f"{owner}.{name} must be an integer, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{owner}.{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ConfigError(f"{owner}.{name} must be <= {maximum}, got {value}")
+    return int(value)
+
+
+def check_real(owner: str, name: str, value, *, low: float | None = None, high: float | None = None,
+               low_open: bool = False, high_open: bool = False) -> float:
+    """``value`` must be a finite real number within the given bounds (open or closed)."""
+    if not _is_real(value) or not math.isfinite(value):
+        raise ConfigError(f"{owner}.{name} must be a finite number, got {value!r}")
+    if low is not None and (value <= low if low_open else value < low):
+        raise ConfigError(f"{owner}.{name} must be {'>' if low_open else '>='} {low}, got {value}")
+    if high is not None and (value >= high if high_open else value > high):
+        raise ConfigError(f"{owner}.{name} must be {'<' if high_open else '<='} {high}, got {value}")
+    return float(value)
+
+
+def check_bool(owner: str, name: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{owner}.{name} must be True or False, got {value!r}")
+    return value
+
+
+def check_choice(owner: str, name: str, value, choices) -> str:
+    if value not in choices:
+        raise ConfigError(f"{owner}.{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+    return value
+
+
+def check_device(owner: str, name: str, value) -> str:
+    """A device string torch can parse (``cpu``, ``cuda``, ``cuda:1`` …); availability is checked
+    where the device is used (a config may be read on a machine without that device)."""
+    import torch
+
+    if not isinstance(value, (str, torch.device)):
+        raise ConfigError(f"{owner}.{name} must be a device name like 'cpu' or 'cuda', got {value!r}")
+    try:
+        torch.device(value)
+    except (RuntimeError, ValueError, TypeError):
+        raise ConfigError(f"{owner}.{name}: unknown device {str(value)!r} (use cpu, cuda, cuda:1 …)") from None
+    return str(value)
+
+
+def require_device(device) -> "torch.device":  # noqa: F821
+    """The ``torch.device`` for ``device`` if this machine has it, else an `InputError` saying why."""
+    import torch
+
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, ValueError, TypeError):
+        raise InputError(f"unknown device {str(device)!r} (use cpu, cuda, cuda:1 …)") from None
+    if resolved.type == "cuda":
+        if not torch.cuda.is_available():
+            built = "this torch build has no CUDA" if torch.version.cuda is None else "no CUDA GPU is visible"
+            raise InputError(f"device {str(device)!r} requested but CUDA is not available ({built}): use --device cpu")
+        if resolved.index is not None and resolved.index >= torch.cuda.device_count():
+            raise InputError(f"device {str(device)!r} requested but only {torch.cuda.device_count()} "
+                             "CUDA device(s) are visible")
+    elif resolved.type == "mps":
+        if not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+            raise InputError(f"device {str(device)!r} requested but MPS is not available: use --device cpu")
+    elif resolved.type != "cpu":
+        raise InputError(f"device {str(device)!r} is not supported here (use cpu or cuda)")
+    return resolved
