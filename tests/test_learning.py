@@ -44,3 +44,104 @@ def test_no_edge_is_found_where_there_is_none():
     spec = SyntheticSpec(family="none", num_stocks=10, num_days=750, seed=7)
     _, agent, hold, _ = _train_and_test(spec, seed=0)
     assert sharpe_difference_ci(agent.wealth, hold.wealth)["verdict"] != "beats"
+
+
+# --- the pieces: stockwise network, portfolio head, baselines, interval, benchmark bookkeeping -----
+
+import math  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from finrl_tutorial import (ActorCritic, constant_action_baseline, equal_shares_baseline,  # noqa: E402
+                            plot_weights)
+from finrl_tutorial.bench import learn  # noqa: E402
+
+
+def test_the_stockwise_network_is_permutation_equivariant():
+    torch.manual_seed(0)
+    stocks, per_stock = 5, 4
+    agent = ActorCritic(1 + stocks * per_stock, stocks, (16, 16), network="stockwise", portfolio=True)
+    obs = torch.randn(3, 1 + stocks * per_stock)
+    order = torch.tensor([3, 0, 4, 1, 2])
+    blocks = obs[:, 1:].reshape(3, stocks, per_stock)
+    permuted = torch.cat([obs[:, :1], blocks[:, order].reshape(3, -1)], -1)
+    with torch.no_grad():
+        torch.testing.assert_close(agent.mean(permuted), agent.mean(obs)[:, order])
+        torch.testing.assert_close(agent.value(permuted), agent.value(obs))
+
+
+def test_the_portfolio_head_trades_softmax_weights_with_cash_at_score_zero():
+    agent = ActorCritic(1 + 3 * 2, 3, (8,), network="stockwise", portfolio=True)
+    scores = torch.tensor([[0.0, 0.0, 0.0], [math.log(2.0), -50.0, 0.0]])
+    weights = agent.env_action(scores)
+    torch.testing.assert_close(weights[0], torch.full((3,), 0.25))  # cash and 3 stocks alike
+    torch.testing.assert_close(weights[1], torch.tensor([0.5, 0.0, 0.25]), atol=1e-12, rtol=0)
+    assert bool((weights.sum(-1) < 1).all())
+    flat = ActorCritic(7, 3, (8,))
+    assert flat.env_action(scores) is scores  # no head: the env gets the sample as it is
+    with pytest.raises(ValueError, match="not 1 \\+ 3 stocks"):
+        ActorCritic(8, 3, (8,), network="stockwise")
+
+
+def test_equal_shares_and_constant_action_baselines(sse15):
+    test = sse15.test
+    shares = equal_shares_baseline(test)
+    # shares held after the first fill (day 1): the same count of every stock that could be bought
+    held = (shares.weights.iloc[1] * shares.wealth.iloc[1] / test.close[1].numpy()).round()
+    bought = held[held > 0]
+    assert len(bought) >= test.num_stocks - 2 and (bought == bought.iloc[0]).all(), held.to_dict()
+    constant = constant_action_baseline(test, EnvConfig())
+    weights = constant.weights.iloc[1:]
+    # invested from the first fill (a suspended stock or the volume cap can delay a part of it) ...
+    assert (weights.sum(axis=1) > 0.9).all()
+    # ... and held at 1/S each once every stock has traded
+    assert (weights.iloc[-20:].sub(1 / test.num_stocks).abs() < 0.02).all().all()
+    assert constant.traded_value.iloc[2:].gt(0).any()  # rebalanced, with full costs
+    fig = plot_weights(constant.weights)
+    assert fig.axes[0].get_ylim() == (0.0, 1.0)
+
+
+def test_the_sharpe_interval_separates_an_edge_from_noise():
+    rng = np.random.default_rng(0)
+    days = pd.bdate_range("2019-01-02", periods=500)
+    market = rng.normal(0.0, 0.01, 500)
+    hold = pd.Series(1e6 * np.cumprod(1 + market), days)
+    edge = pd.Series(1e6 * np.cumprod(1 + market + 0.002 + rng.normal(0, 0.003, 500)), days)
+    noise = pd.Series(1e6 * np.cumprod(1 + market + rng.normal(0, 0.003, 500)), days)
+    assert sharpe_difference_ci(edge, hold)["verdict"] == "beats"
+    assert sharpe_difference_ci(hold, edge)["verdict"] == "loses"
+    tie = sharpe_difference_ci([noise, noise], hold)
+    assert tie["verdict"] == "tie" and tie["low"] < tie["difference"] < tie["high"] and tie["curves"] == 2
+    with pytest.raises(ValueError, match="same days"):
+        sharpe_difference_ci(edge.iloc[1:], hold)
+
+
+def test_the_curve_reads_the_best_validation_so_far_or_the_latest():
+    candidates = [{"env_steps": 100, "valid_sharpe": 0.5, "test_excess": 0.1},
+                  {"env_steps": 200, "valid_sharpe": 0.2, "test_excess": 0.3},
+                  {"env_steps": 300, "valid_sharpe": 0.9, "test_excess": -0.1}]
+    assert learn.read_curve(candidates, 250, "best")["test_excess"] == 0.1
+    assert learn.read_curve(candidates, 250, "last")["test_excess"] == 0.3
+    assert learn.read_curve(candidates, 300, "best")["test_excess"] == -0.1
+    assert learn.read_curve(candidates, 50, "best") is None
+    assert math.isnan(learn.capture(0.1, 0.0)) and learn.capture(0.1, 0.2) == 0.5
+    assert learn.parse_overrides(["gamma=0.9", "network=mlp", "repeat_times=2", "anneal_lr=false"]) == {
+        "gamma": 0.9, "network": "mlp", "repeat_times": 2, "anneal_lr": False}
+
+
+def test_bench_learn_runs_end_to_end_and_refuses_bad_options(tmp_path):
+    command = [sys.executable, "-m", "finrl_tutorial", "bench", "learn", "--families", "factor", "none",
+               "--seeds", "1", "--budgets", "4096", "8192", "--days", "200", "--eval-steps", "4096",
+               "--out", str(tmp_path / "out")]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    report = __import__("json").loads((tmp_path / "out" / "learn.json").read_text())
+    assert {c["family"] for c in report["cases"]} == {"factor", "none"}
+    budgets = {r["env_steps"] for r in report["summary"] if r["family"] == "factor"}
+    assert budgets == {0, 4096, 8192}
+    assert "date" in report["machine"] and (tmp_path / "out" / "learn.png").exists()
+    bad = subprocess.run([*command[:5], "--set", "no_such_field=1"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no_such_field" in bad.stderr

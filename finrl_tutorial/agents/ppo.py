@@ -129,8 +129,9 @@ class StockwiseEncoder(nn.Module):
     """One small network shared by every stock (Deep Sets / EIIE-style, Jiang et al. 2017).
 
     The flat observation is ``[cash share, stock 1 block, …, stock S block]`` (see
-    `finrl_tutorial.envs.observe`). Each stock's block is read together with its deviation from
-    the cross-sectional mean of the blocks and the cash share, by the *same* weights, so what is
+    `finrl_tutorial.envs.observe`). Each stock's block is read together with its cross-sectional
+    z-score (deviation from the mean over stocks, divided by their spread) and the cash share, by
+    the *same* weights, so what is
     learned about one stock serves all of them (S times the data per weight) and the output is
     permutation-equivariant: relabelling the stocks relabels the outputs. Returns ``[..., S, H]``.
     """
@@ -146,7 +147,10 @@ class StockwiseEncoder(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         cash, stocks = self.blocks(obs)
-        relative = stocks - stocks.mean(-2, keepdim=True)
+        # each entry's cross-sectional z-score (as quants rank factors): a signal that only says
+        # which stock beats which keeps unit scale even when a common move dominates its level
+        spread = stocks.std(-2, keepdim=True, unbiased=False)
+        relative = (stocks - stocks.mean(-2, keepdim=True)) / (spread + 1e-3)
         return self.body(torch.cat([stocks, relative, cash.unsqueeze(-2).expand(*stocks.shape[:-1], 1)], -1))
 
 

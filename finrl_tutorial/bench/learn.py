@@ -35,6 +35,7 @@ from ..backtest.plots import plot_band
 from ..backtest.runner import agent_policy, buy_and_hold_baseline, run_policy
 from ..data.synthetic import SIGNAL_FAMILIES, SyntheticSpec, make_synthetic
 from ..envs import EnvConfig
+from ..errors import InputError
 from ..train.trainer import initial_agent, train
 from . import machine
 
@@ -197,7 +198,7 @@ def parse_overrides(pairs: list[str]) -> dict:
     for pair in pairs:
         field, sep, text = pair.partition("=")
         if not sep or not field:
-            raise ValueError(f"--set takes FIELD=VALUE, got {pair!r}")
+            raise InputError(f"--set takes FIELD=VALUE, got {pair!r}")
         for kind in (int, float):
             try:
                 overrides[field] = kind(text)
@@ -219,9 +220,12 @@ def run(args):
     from ..train.experiment import write_json
 
     if args.seeds < 1 or args.jobs < 1 or min(args.budgets) < 1:
-        raise ValueError("--seeds, --jobs and every --budgets value must be >= 1")
+        raise InputError("--seeds, --jobs and every --budgets value must be >= 1")
     overrides = parse_overrides(args.set)
-    make_config("ppo", **overrides)  # an unknown field or a bad value fails here, before any run
+    try:  # an unknown field or a bad value fails here, before any run
+        make_config("ppo", **overrides)
+    except TypeError as error:
+        raise InputError(f"--set: {error}") from None
     options = {"stocks": args.stocks, "days": args.days, "eval_steps": args.eval_steps,
                "sb3_steps": args.sb3_steps, "threads": args.threads, "overrides": overrides}
     cases = []

@@ -51,6 +51,7 @@ import torch
 from ..data.clean import DEFAULT_INDICATORS, PreparedMarket
 from ..data.market import MarketData
 from ..envs import EnvConfig
+from ..errors import InputError
 from . import machine, market_with_stocks, timed
 
 MEASUREMENTS = ("finrl_env", "elegantrl_env", "our_env", "sb3_ppo_finrl_env", "sb3_ppo_our_env", "our_ppo")
@@ -494,9 +495,9 @@ def run(args):
 
     for name in ("stocks", "repeats", "sb3_steps", "iterations", "threads"):
         if getattr(args, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+            raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     if args.seconds <= 0 or min(args.num_envs) < 1 or min(args.loop_envs) < 1:
-        raise ValueError("--seconds must be > 0 and --num-envs / --loop-envs >= 1")
+        raise InputError("--seconds must be > 0 and --num-envs / --loop-envs >= 1")
     market = market_with_stocks(load_market().train, args.stocks)
     common = {"stocks": args.stocks, "data": f"{market.source} train split {market.first_date}..{market.last_date}",
               "versions": peer_versions(), "command": command_line(args)}

@@ -18,8 +18,8 @@ from pathlib import Path
 from ..errors import RunFolderError
 
 LOCK_NAME = ".lock"
-RUN_FILES = frozenset({"report.json", "config.json", "log.csv", "learning_curve.png", "equity.png", "best.pt",
-                       "last.pt", "backtest.json", LOCK_NAME})
+RUN_FILES = frozenset({"report.json", "config.json", "log.csv", "learning_curve.png", "equity.png", "weights.png",
+                       "best.pt", "last.pt", "backtest.json", LOCK_NAME})
 """Files a run (or a backtest inside its folder) writes; ``--overwrite`` deletes nothing else."""
 RUN_FOLDERS = re.compile(r"checkpoints|backtest|seed_-?\d+")
 _TEMP = re.compile(r"\..+\.tmp")  # atomic_open's temp files, left by a killed process

@@ -163,14 +163,14 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
     is_main = (distributed.rank if distributed else 0) == 0
     if out_dir is None or not is_main:
         return _train(market, config, env_config, out_dir=None, eval_every=eval_every, progress=progress,
-                      resume=resume, distributed=distributed, worker_pool=worker_pool)
+                      resume=resume, distributed=distributed, worker_pool=worker_pool, on_evaluation=on_evaluation)
     with runs.claim(out_dir, resume=resume is not None, overwrite=overwrite):
         return _train(market, config, env_config, out_dir=out_dir, eval_every=eval_every, progress=progress,
-                      resume=resume, distributed=distributed, worker_pool=worker_pool)
+                      resume=resume, distributed=distributed, worker_pool=worker_pool, on_evaluation=on_evaluation)
 
 
 def _train(market, config: PPOConfig, env_config: EnvConfig | None, *, out_dir, eval_every: int, progress: bool,
-           resume, distributed, worker_pool) -> TrainResult:
+           resume, distributed, worker_pool, on_evaluation=None) -> TrainResult:
     env_config = env_config or EnvConfig()
     rank = distributed.rank if distributed else 0
     is_main = rank == 0
