@@ -117,6 +117,7 @@ def _configs(args):
     overrides = {k: v for k, v in {
         "total_steps": args.total_steps, "num_envs": args.num_envs, "horizon_len": args.horizon_len,
         "batch_size": args.batch_size, "repeat_times": args.repeat_times, "learning_rate": args.lr,
+        "network": args.network,
         "seed": args.seed, "device": args.device,
     }.items() if v is not None}
     if FAST:
@@ -272,7 +273,10 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--seeds", type=_int_at_least(1), default=1, help="train this many seeds and report mean ± std")
     train.add_argument("--execution", choices=("open", "close"), default="open")
-    train.add_argument("--action-mode", choices=("shares", "weights"), default="shares")
+    train.add_argument("--action-mode", choices=("weights", "shares"), default="weights",
+                       help="weights: target portfolio (default); shares: ±max_lots lots per stock (FinRL-style)")
+    train.add_argument("--network", choices=("stockwise", "mlp"),
+                       help="stockwise: one network shared by all stocks (default); mlp: one flat MLP")
     train.add_argument("--horizon", type=_int_at_least(1), default=250, help="episode length in trading days")
     train.add_argument("--eval-every", type=_int_at_least(0), default=5,
                        help="validate (and checkpoint) every K iterations; 0: never validate, keep the final weights")

@@ -93,6 +93,8 @@ class PPOConfig:
             check_real(owner, "target_kl", self.target_kl, low=0, low_open=True)
         check_bool(owner, "anneal_lr", self.anneal_lr)
         check_bool(owner, "normalize_advantages", self.normalize_advantages)
+        check_choice(owner, "network", self.network, ("stockwise", "mlp"))
+        check_bool(owner, "portfolio_head", self.portfolio_head)
         check_real(owner, "init_log_std", self.init_log_std)
         if isinstance(self.hidden_sizes, (int, str)) or not len(tuple(self.hidden_sizes)):
             raise ConfigError(f"{owner}.hidden_sizes must be a non-empty sequence of layer widths, "
@@ -131,9 +133,9 @@ class StockwiseEncoder(nn.Module):
     The flat observation is ``[cash share, stock 1 block, …, stock S block]`` (see
     `finrl_tutorial.envs.observe`). Each stock's block is read together with its cross-sectional
     z-score (deviation from the mean over stocks, divided by their spread) and the cash share, by
-    the *same* weights, so what is
-    learned about one stock serves all of them (S times the data per weight) and the output is
-    permutation-equivariant: relabelling the stocks relabels the outputs. Returns ``[..., S, H]``.
+    the *same* weights, so what is learned about one stock serves all of them (S times the data
+    per weight) and the output is permutation-equivariant: relabelling the stocks relabels the
+    outputs. Returns ``[..., S, H]``.
     """
 
     def __init__(self, num_stocks: int, per_stock: int, hidden_sizes):

@@ -78,9 +78,15 @@ def buy_and_hold_baseline(market: MarketData, env_config: EnvConfig | None = Non
     (FinRL's "equal weight" buys equal share counts, which weights by price.) Orders go in at
     the first decision with full costs and lots, so a stock suspended on the fill day stays in cash.
     """
+    budget = (env_config or EnvConfig()).initial_cash / market.num_stocks
+    return _buy_once_and_hold(budget / market.close[0].to(torch.float64), market, env_config, **kwargs)
+
+
+def _buy_once_and_hold(shares: torch.Tensor, market: MarketData, env_config: EnvConfig | None,
+                       **kwargs) -> EpisodeRecord:
+    """Order ``shares`` [S] of each stock at the first decision, then never trade (the env's lots,
+    limits and costs apply; the shares mode with a huge ``max_lots`` states exact share counts)."""
     config = replace(env_config or EnvConfig(), action_mode="shares", max_lots=_BASELINE_MAX_LOTS)
-    budget = config.initial_cash / market.num_stocks
-    shares = budget / market.close[0].to(torch.float64)
     first = (shares / (config.max_lots * LOT_SIZE)).unsqueeze(0)
     calls = [0]
 
@@ -96,16 +102,9 @@ def equal_shares_baseline(market: MarketData, env_config: EnvConfig | None = Non
     stock, as many as the cash buys, then no trades. It weights the portfolio by price, which is
     what any near-uniform action does in the ``shares`` action mode (±1 = ``max_lots`` lots
     whatever the price): a policy that matches it has learned the action scale, not the market."""
-    config = replace(env_config or EnvConfig(), action_mode="shares", max_lots=_BASELINE_MAX_LOTS)
-    shares = config.initial_cash / market.close[0].to(torch.float64).sum()
-    first = torch.full((1, market.num_stocks), float(shares) / (config.max_lots * LOT_SIZE), dtype=torch.float64)
-    calls = [0]
-
-    def policy(obs):
-        calls[0] += 1
-        return first if calls[0] == 1 else torch.zeros_like(first)
-
-    return run_policy(policy, market, config, **kwargs)
+    close = market.close[0].to(torch.float64)
+    shares = (env_config or EnvConfig()).initial_cash / close.sum()
+    return _buy_once_and_hold(torch.full_like(close, float(shares)), market, env_config, **kwargs)
 
 
 def constant_action_baseline(market: MarketData, env_config: EnvConfig | None = None, **kwargs) -> EpisodeRecord:

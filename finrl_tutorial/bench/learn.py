@@ -66,6 +66,8 @@ def add_arguments(kinds) -> None:
     parser.add_argument("--set", nargs="+", default=[], metavar="FIELD=VALUE",
                         help="override config fields of every learner, e.g. --set gamma=0.9 init_log_std=0")
     parser.add_argument("--jobs", type=int, default=1, help="cases run in parallel processes")
+    parser.add_argument("--merge", nargs="+", default=None, metavar="LEARN_JSON",
+                        help="train nothing: merge the cases of earlier learn.json files into one summary")
     parser.add_argument("--out", default="runs/bench_learn", help="folder for learn.json and learn.png")
     parser.add_argument("--threads", type=int, default=1)
 
@@ -116,6 +118,7 @@ def run_case(family: str, ic: float, seed: int, algo: str, budgets: list[int], *
     for select in SELECTIONS:
         curve[select]["0"] = candidates[0]
     case = {"family": family, "ic": ic, "seed": seed, "algo": algo, "stocks": stocks, "days": days,
+            "total_steps": config.total_steps,
             "oracle_excess": oracle_excess, "oracle_sharpe": oracle.metrics()["sharpe_ratio"],
             "buy_and_hold_sharpe": baseline.metrics()["sharpe_ratio"], "wall_seconds": wall,
             "config": {"algo": algo, **(overrides or {})}, "candidates": candidates, "curve": curve}
@@ -147,36 +150,39 @@ def summarize(cases: list[dict]) -> list[dict]:
     excess is small)."""
     rows = []
     groups: dict[tuple, list[dict]] = {}
-    for case in cases:
-        groups.setdefault((case["family"], case["ic"], case["algo"]), []).append(case)
-    for (family, ic, algo), group in groups.items():
+    for case in cases:  # runs of another length are another learner: their curves differ
+        run_steps = case.get("total_steps", max(int(budget) for budget in case["curve"]["best"]))
+        groups.setdefault((case["family"], case["ic"], case["algo"], run_steps), []).append(case)
+    for (family, ic, algo, run_steps), group in groups.items():
         oracle = [c["oracle_excess"] for c in group]
-        learners = [(algo, select) for select in SELECTIONS]
-        for learner, select in learners:
+        for select in SELECTIONS:
             for budget in sorted(group[0]["curve"][select], key=int):
                 excess = [c["curve"][select][budget]["test_excess"] for c in group]
-                rows.append(_summary_row(family, ic, learner, select, int(budget), excess, oracle,
-                                         [c["curve"][select][budget]["test_sharpe"] for c in group]))
+                rows.append(_summary_row(family, ic, algo, select, int(budget), excess, oracle,
+                                         [c["curve"][select][budget]["test_sharpe"] for c in group],
+                                         run_steps=run_steps,
+                                         wall=statistics.fmean(c["wall_seconds"] for c in group)))
         sb3 = [c["sb3"] for c in group if "sb3" in c and "test_excess" in c["sb3"]]
         if sb3 and len(sb3) == len(group):
             rows.append(_summary_row(family, ic, "sb3_ppo", "last", sb3[0]["env_steps"],
                                      [s["test_excess"] for s in sb3], oracle, [s["test_sharpe"] for s in sb3],
+                                     run_steps=sb3[0]["env_steps"],
                                      wall=statistics.fmean(s["wall_seconds"] for s in sb3)))
     return rows
 
 
-def _summary_row(family, ic, learner, select, budget, excess, oracle, sharpe, wall=None) -> dict:
+def _summary_row(family, ic, learner, select, budget, excess, oracle, sharpe, *, run_steps, wall) -> dict:
     fractions = [capture(e, o) for e, o in zip(excess, oracle)]
     finite = [f for f in fractions if math.isfinite(f)]
     mean_oracle = statistics.fmean(oracle)
     row = {"summary": True, "family": family, "ic": ic, "learner": learner, "select": select, "env_steps": budget,
+           "run_steps": run_steps,
            "seeds": len(excess), "capture_mean": statistics.fmean(finite) if finite else None,
            "capture_std": statistics.stdev(finite) if len(finite) > 1 else None,
            "capture_pooled": statistics.fmean(excess) / mean_oracle if mean_oracle > 1e-9 else None,
            "captures": [f if math.isfinite(f) else None for f in fractions], "test_excess_mean": statistics.fmean(excess),
-           "oracle_excess_mean": mean_oracle, "test_sharpe_mean": statistics.fmean(sharpe)}
-    if wall is not None:
-        row["wall_seconds"] = wall
+           "oracle_excess_mean": mean_oracle, "test_sharpe_mean": statistics.fmean(sharpe),
+           "wall_seconds": wall}
     return row
 
 
@@ -186,7 +192,7 @@ def plot_capture(rows: list[dict], path, select: str = "best"):
     for row in rows:
         if row["select"] != select or row["learner"] == "sb3_ppo" or row["capture_pooled"] is None:
             continue
-        label = f"{row['family']} (ic {row['ic']:g}) {row['learner']}"
+        label = f"{row['family']} (ic {row['ic']:g}) {row['learner']}, {row['run_steps']:,}-step runs"
         curves.setdefault(label, {})[row["env_steps"]] = row["capture_pooled"]
     frames = {label: pd.DataFrame({"pooled": pd.Series(points)}).sort_index() for label, points in curves.items()}
     return plot_band(frames, x="env steps", path=path, ylabel="fraction of the oracle's excess return captured (test)")
@@ -216,9 +222,38 @@ def cases_of(args) -> list[tuple]:
             for algo in args.algos for seed in range(args.seeds)]
 
 
-def run(args):
+def write_report(cases: list[dict], out, runs: list[dict]) -> list[dict]:
+    """``learn.json`` (cases, summary, the runs that made them) and ``learn.png`` under ``out``."""
     from ..train.experiment import write_json
 
+    rows = summarize(cases)
+    out = Path(out)
+    write_json({"machine": machine(), "runs": runs, "arguments": runs[-1]["arguments"], "summary": rows,
+                "cases": cases}, out / "learn.json")
+    if any(r["capture_pooled"] is not None for r in rows):
+        plot_capture(rows, out / "learn.png")
+    return rows
+
+
+def merge(paths: list[str], out) -> list[dict]:
+    """One report from several: the cases of every file, the summary recomputed over all of them."""
+    import json
+
+    cases, runs = [], []
+    for path in paths:
+        try:
+            report = json.loads(Path(path).read_text())
+            cases += report["cases"]
+            runs += report.get("runs", [{"machine": report["machine"], "arguments": report["arguments"]}])
+        except (OSError, ValueError, KeyError) as error:
+            raise InputError(f"{path} is not a bench learn record: {error}") from None
+    return write_report(cases, out, runs)
+
+
+def run(args):
+    if args.merge:
+        yield from merge(args.merge, args.out)
+        return
     if args.seeds < 1 or args.jobs < 1 or min(args.budgets) < 1:
         raise InputError("--seeds, --jobs and every --budgets value must be >= 1")
     overrides = parse_overrides(args.set)
@@ -237,10 +272,5 @@ def run(args):
             case = future.result()
             cases.append(case)
             yield {key: value for key, value in case.items() if key not in ("candidates",)} | machine()
-    rows = summarize(cases)
-    yield from rows
-    out = Path(args.out)
-    write_json({"machine": machine(), "arguments": {k: v for k, v in vars(args).items() if k != "func"},
-                "summary": rows, "cases": cases}, out / "learn.json")
-    if any(r["capture_pooled"] is not None for r in rows):
-        plot_capture(rows, out / "learn.png")
+    arguments = {k: v for k, v in vars(args).items() if k not in ("func", "merge")}
+    yield from write_report(cases, args.out, [{"machine": machine(), "arguments": arguments}])
