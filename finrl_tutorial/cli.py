@@ -187,7 +187,11 @@ def cmd_train(args) -> int:
                   f"{report['env_steps']:,} env steps in {report['wall_seconds']:.1f} s "
                   f"({report['samples_per_s']:,.0f} samples/s)")
             print(results_table(report).to_string())
-        written = [name for name in ("report.json", "config.json", "learning_curve.png", "equity.png",
+            versus = report["sharpe_vs_buy_and_hold"]
+            print(f"\nSharpe(agent) - Sharpe(equal-weight buy-and-hold), mean over seeds: {versus['difference']:+.2f}, "
+                  f"{versus['level']:.0%} bootstrap interval [{versus['low']:+.2f}, {versus['high']:+.2f}]: "
+                  f"{versus['verdict']}")
+        written = [name for name in ("report.json", "config.json", "learning_curve.png", "equity.png", "weights.png",
                                      "checkpoints/best.pt") if (out / name).exists()]
         print(f"\nwrote in {out}/: {', '.join(written)}")
     return 0

@@ -27,11 +27,9 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-import pandas as pd
 import torch
 
 from ..agents import make_config
-from ..backtest.plots import plot_band
 from ..backtest.runner import agent_policy, buy_and_hold_baseline, run_policy
 from ..data.synthetic import SIGNAL_FAMILIES, SyntheticSpec, make_synthetic
 from ..envs import EnvConfig
@@ -187,15 +185,34 @@ def _summary_row(family, ic, learner, select, budget, excess, oracle, sharpe, *,
 
 
 def plot_capture(rows: list[dict], path, select: str = "best"):
-    """Pooled capture vs env steps, one line per family and learner (NaN families left out)."""
-    curves = {}
+    """Pooled capture (mean excess / mean oracle excess over the markets) vs env steps, one line
+    per family and learner, with the oracle (1) and buy-and-hold (0) marked; the control market,
+    with no excess to capture, is left out."""
+    from matplotlib.figure import Figure
+
+    from ..backtest.plots import save_figure
+
+    curves: dict[str, dict[int, float]] = {}
     for row in rows:
         if row["select"] != select or row["learner"] == "sb3_ppo" or row["capture_pooled"] is None:
             continue
-        label = f"{row['family']} (ic {row['ic']:g}) {row['learner']}, {row['run_steps']:,}-step runs"
+        label = f"{row['learner']} {row['family']} (ic {row['ic']:g}, {row['seeds']} markets, {row['run_steps']:,}-step runs)"
         curves.setdefault(label, {})[row["env_steps"]] = row["capture_pooled"]
-    frames = {label: pd.DataFrame({"pooled": pd.Series(points)}).sort_index() for label, points in curves.items()}
-    return plot_band(frames, x="env steps", path=path, ylabel="fraction of the oracle's excess return captured (test)")
+    fig = Figure(figsize=(9, 4.8), layout="constrained")
+    ax = fig.subplots()
+    for label, points in sorted(curves.items()):
+        steps = sorted(points)
+        ax.plot(steps, [points[s] for s in steps], marker=".", linestyle="-" if label.startswith("ppo") else "--",
+                label=label)
+    ax.axhline(1.0, color="black", linewidth=0.8, linestyle=":", label="the oracle")
+    ax.axhline(0.0, color="grey", linewidth=0.8, label="buy-and-hold")
+    ax.set_xlabel("env steps")
+    ax.set_ylabel("oracle's excess return captured (test, pooled)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="x-small", loc="upper left")
+    if path is not None:
+        save_figure(fig, path)
+    return fig
 
 
 def parse_overrides(pairs: list[str]) -> dict:
