@@ -36,6 +36,7 @@ from ..envs import EnvConfig
 from ..errors import InputError
 from ..train.trainer import initial_agent, train
 from . import machine
+from .peers import PeerMissing, sb3_ppo_train
 
 DEFAULT_STRENGTHS = {"factor": 0.10, "cross_section": 0.10, "momentum": 0.17, "reversal": 0.18, "none": 0.0}
 """Information coefficient per family at which the oracle's test Sharpe is about 1 with the default
@@ -126,10 +127,7 @@ def run_case(family: str, ic: float, seed: int, algo: str, budgets: list[int], *
 
 
 def _sb3_case(market, env_config, steps: int, seed: int, test_result) -> dict:
-    try:
-        from .peers import PeerMissing, sb3_ppo_train
-    except ImportError:
-        return {"skipped": "finrl_tutorial.bench.peers is not available"}
+    """stable-baselines3's PPO on the same market (or one ``skipped`` line when it is not installed)."""
     try:
         policy, seconds = sb3_ppo_train(market, env_config, steps, seed)
     except PeerMissing as error:
