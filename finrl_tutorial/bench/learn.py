@@ -31,7 +31,7 @@ import torch
 
 from ..agents import make_config
 from ..backtest.runner import agent_policy, buy_and_hold_baseline, run_policy
-from ..data.synthetic import SIGNAL_FAMILIES, SyntheticSpec, make_synthetic
+from ..data.synthetic import SIGNAL_FAMILIES, SyntheticSpec, excess_return, make_synthetic
 from ..envs import EnvConfig
 from ..errors import InputError
 from ..train.trainer import initial_agent, train
@@ -71,10 +71,6 @@ def add_arguments(kinds) -> None:
     parser.add_argument("--threads", type=int, default=1)
 
 
-def _excess(record, baseline) -> float:
-    return float(record.wealth.iloc[-1] / record.wealth.iloc[0] - baseline.wealth.iloc[-1] / baseline.wealth.iloc[0])
-
-
 def read_curve(candidates: list[dict], budget: int, select: str) -> dict | None:
     """The candidate reported at ``budget``: best validation Sharpe so far, or the latest."""
     seen = [c for c in candidates if c["env_steps"] <= budget]
@@ -93,12 +89,12 @@ def run_case(family: str, ic: float, seed: int, algo: str, budgets: list[int], *
     market, test = synthetic.market, synthetic.market.test
     baseline = buy_and_hold_baseline(test, env_config)
     oracle = synthetic.oracle_record("test", env_config)
-    oracle_excess = _excess(oracle, baseline)
+    oracle_excess = excess_return(oracle, baseline)
 
     def test_result(policy) -> dict:
         record = run_policy(policy, test, env_config)
         metrics = record.metrics()
-        return {"test_excess": _excess(record, baseline), "test_sharpe": metrics["sharpe_ratio"],
+        return {"test_excess": excess_return(record, baseline), "test_sharpe": metrics["sharpe_ratio"],
                 "test_turnover": metrics["turnover"]}
 
     config = make_config(algo, seed=seed, total_steps=max(budgets), **(overrides or {}))

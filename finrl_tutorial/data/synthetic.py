@@ -393,6 +393,11 @@ def _cumulative_return(record) -> float:
     return float(wealth.iloc[-1] / wealth.iloc[0] - 1.0)
 
 
+def excess_return(record: "EpisodeRecord", baseline_record: "EpisodeRecord") -> float:
+    """``R_record - R_baseline``: the difference of the two cumulative returns over the split."""
+    return _cumulative_return(record) - _cumulative_return(baseline_record)
+
+
 def oracle_capture(agent_record: "EpisodeRecord", oracle_record: "EpisodeRecord",
                    baseline_record: "EpisodeRecord") -> float:
     """Fraction of the oracle's excess return the agent captures: ``(R_agent - R_bh) / (R_oracle - R_bh)``.
@@ -402,12 +407,11 @@ def oracle_capture(agent_record: "EpisodeRecord", oracle_record: "EpisodeRecord"
     buy-and-hold, negative = worse. ``nan`` when the oracle does not beat the baseline (there is
     no excess to capture, e.g. on the ``none`` market), rather than a meaningless ratio.
     """
-    agent, oracle, baseline = (_cumulative_return(r) for r in (agent_record, oracle_record, baseline_record))
-    excess = oracle - baseline
+    excess = excess_return(oracle_record, baseline_record)
     if not excess > 0:
         return float("nan")
-    return (agent - baseline) / excess
+    return excess_return(agent_record, baseline_record) / excess
 
 
 __all__ = ["MAX_MOVE", "MIN_DAYS", "SIGNAL_FAMILIES", "START_DATE", "OraclePolicy", "SyntheticMarket",
-           "SyntheticSpec", "make_synthetic", "oracle_capture"]
+           "SyntheticSpec", "excess_return", "make_synthetic", "oracle_capture"]
