@@ -14,7 +14,7 @@ from .data.synthetic import SyntheticMarket, SyntheticSpec, make_synthetic, orac
 from .envs import EnvConfig, StockTradingEnv, VecStockTradingEnv, VmapStockTradingEnv
 from .errors import ConfigError, InputError
 from .rules import FeeSchedule
-from .train import TrainingError, TrainResult, agent_from_checkpoint, initial_agent, load_checkpoint, train
+from .training import TrainingError, TrainResult, agent_from_checkpoint, initial_agent, load_checkpoint, train
 
 __version__ = "0.1.0"
 

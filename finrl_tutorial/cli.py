@@ -78,7 +78,7 @@ def _output_file(path, overwrite: bool, inputs=()) -> Path:
         raise InputError(f"--out {path} is a folder: give a file name, e.g. {path}/clean.csv")
     if path.exists() and not overwrite:
         raise InputError(f"--out {path} exists: pass --overwrite to replace it, or choose another name")
-    from .train.runs import check_target
+    from .training.runs import check_target
     check_target(path.parent)
     return path
 
@@ -123,14 +123,14 @@ def _configs(args):
     if FAST:
         overrides.setdefault("total_steps", 8192)
     config = make_config(args.algo, **overrides)
-    env_config = EnvConfig(execution=args.execution, action_mode=args.action_mode, horizon=args.horizon)
+    env_config = EnvConfig(execution=args.execution, action_mode=args.action_mode, episode_days=args.episode_days)
     return config, env_config
 
 
 def _run_folder(args) -> Path:
     """The run folder: ``--out`` as given; the default ``runs/<name>`` moves on to a fresh
     ``runs/<name>-2`` … when it holds an earlier run (and ``--resume`` takes the newest)."""
-    from .train import runs
+    from .training import runs
 
     if args.out:
         return Path(args.out)
@@ -149,23 +149,23 @@ def cmd_train(args) -> int:
     import torch
 
     from .errors import require_device
-    from .train.experiment import results_table, run_experiment
+    from .training.experiment import results_table, run_experiment
 
     torch.set_num_threads(args.threads)
     if args.device is not None and not args.ddp:
         require_device(args.device)  # before the data is loaded: a wrong device is one line at once
     distributed = None
     if args.ddp:
-        from .train.distributed import DistributedContext
+        from .training.distributed import DistributedContext
         distributed = DistributedContext.from_env(device=args.device)
     config, env_config = _configs(args)
     if args.data_parallel:
-        from .train.distributed import DataParallelContext
+        from .training.distributed import DataParallelContext
         distributed = DataParallelContext(device=config.device)
     prepared = _load(args)
     pool_factory = None
     if args.workers:
-        from .train.workers import WorkerPool, shard_start_windows
+        from .training.workers import WorkerPool, shard_start_windows
         window = None
         if distributed is not None and distributed.world_size > 1:  # each rank's workers share its shard
             window = shard_start_windows(prepared.train.num_days, distributed.world_size)[distributed.rank]
@@ -200,11 +200,11 @@ def cmd_train(args) -> int:
 def cmd_backtest(args) -> int:
     from .backtest.runner import agent_policy, backtest
     from .errors import InputError
-    from .train.checkpoint import agent_from_checkpoint, load_checkpoint
+    from .training.checkpoint import agent_from_checkpoint, load_checkpoint
 
     out = Path(args.out) if args.out else None
     if out is not None:  # refuse before the work, and never replace an earlier backtest silently
-        from .train.runs import check_target
+        from .training.runs import check_target
         check_target(out)
         taken = [name for name in ("backtest.json", "equity.png") if (out / name).exists()]
         if taken and not args.overwrite:
@@ -231,7 +231,7 @@ def cmd_backtest(args) -> int:
                          f"but the data has {market.feature_names}")
     result = backtest(agent_policy(agent), market, env_config, benchmark=prepared.benchmark)
     if out is not None:  # written before printing: a closed stdout cannot lose them
-        from .train.experiment import write_json
+        from .training.experiment import write_json
         write_json({"checkpoint": str(args.checkpoint), "split": args.split,
                     "dates": [market.first_date, market.last_date], "metrics": result.metrics},
                    out / "backtest.json")
@@ -281,7 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="weights: target portfolio (default); shares: ±max_lots lots per stock (FinRL-style)")
     train.add_argument("--network", choices=("stockwise", "mlp"),
                        help="stockwise: one network shared by all stocks (default); mlp: one flat MLP")
-    train.add_argument("--horizon", type=_int_at_least(1), default=250, help="episode length in trading days")
+    train.add_argument("--episode-days", type=_int_at_least(1), default=250, help="episode length in trading days")
     train.add_argument("--eval-every", type=_int_at_least(0), default=5,
                        help="validate (and checkpoint) every K iterations; 0: never validate, keep the final weights")
     train.add_argument("--workers", type=_int_at_least(0), default=0,
@@ -318,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     from .errors import InputError
-    from .train.trainer import TrainingError
+    from .training.trainer import TrainingError
 
     args = build_parser().parse_args(argv)
     try:

@@ -63,7 +63,7 @@ def _rank(rank: int, world_size: int, port: int, out: str) -> None:
     torch.set_num_threads(1)
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank),
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    from finrl_tutorial.train.distributed import DistributedContext
+    from finrl_tutorial.training.distributed import DistributedContext
 
     context = DistributedContext.from_env(device="cpu", timeout_s=60)
     try:

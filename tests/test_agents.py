@@ -13,7 +13,7 @@ from finrl_tutorial.agents import (A2CConfig, ActorCritic, PPOConfig, Rollout, a
 from finrl_tutorial.backtest.runner import agent_policy, backtest
 from finrl_tutorial.data import prepare_market
 from finrl_tutorial.envs import EnvConfig, VecStockTradingEnv
-from finrl_tutorial.train import train
+from finrl_tutorial.training import train
 
 torch.set_num_threads(1)
 # stockstats (a dependency) calls set_index(inplace=True), deprecated in pandas 3.1: not our concern here
@@ -294,7 +294,7 @@ def edge_market():
 
 def _final_weights(agent, market, env_config):
     """Portfolio weights at the last close of a deterministic run over ``market``."""
-    env = VecStockTradingEnv(market, 1, replace(env_config, random_start=False, horizon=None), dtype=torch.float64)
+    env = VecStockTradingEnv(market, 1, replace(env_config, random_start=False, episode_days=None), dtype=torch.float64)
     obs, _ = env.reset()
     policy = agent_policy(agent)
     for _ in range(market.num_days - 1):
@@ -306,7 +306,7 @@ def _final_weights(agent, market, env_config):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_ppo_learns_to_hold_the_rising_stock(edge_market, seed):
-    env_config = EnvConfig(horizon=50)
+    env_config = EnvConfig(episode_days=50)
     untrained = ActorCritic(1 + 2 * (edge_market.test.num_features + 3), 2)
     assert _final_weights(untrained, edge_market.test, env_config)[0] < 0.05  # it has to learn to buy
 

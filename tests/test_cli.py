@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from finrl_tutorial import cli
-from finrl_tutorial.train import load_checkpoint
+from finrl_tutorial.training import load_checkpoint
 
 torch.set_num_threads(1)
 pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword in DataFrame.set_index")
@@ -163,7 +163,7 @@ def test_train_on_own_csv_with_a_factor(capsys, bars_csv, tmp_path):
     path = bars_csv("my.csv", edit=add_factor)
     run = tmp_path / "own"
     code, out, err = run_cli(capsys, "train", "--data", path, "--total-steps", 512, "--num-envs", 8,
-                             "--horizon-len", 16, "--eval-every", 2, "--horizon", 60, "--no-progress", "--out", run)
+                             "--horizon-len", 16, "--eval-every", 2, "--episode-days", 60, "--no-progress", "--out", run)
     assert code == 0, err
     state = load_checkpoint(run / "checkpoints" / "best.pt")
     assert state["feature_names"][-1] == "my_factor" and "return_1d" in state["feature_names"]

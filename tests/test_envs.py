@@ -163,7 +163,7 @@ def test_config_validation():
     with pytest.raises(ValueError):
         EnvConfig(action_mode="orders")
     with pytest.raises(ValueError):
-        EnvConfig(horizon=0)
+        EnvConfig(episode_days=0)
     with pytest.raises(ValueError):
         EnvConfig(initial_cash=0)
     for bad in (dict(slippage=-0.001), dict(slippage=0.5), dict(impact=-1.0), dict(max_participation=0.0),
@@ -180,7 +180,7 @@ def test_config_validation():
 def test_single_vec_vmap_agree(sse15, execution, action_mode):
     full = sse15.full
     start, steps, row = _day(full, "2017-03-31"), 260, 5   # crosses suspensions and ex-rights days
-    config = EnvConfig(random_start=False, horizon=None, execution=execution, action_mode=action_mode)
+    config = EnvConfig(random_start=False, episode_days=None, execution=execution, action_mode=action_mode)
     generator = torch.Generator().manual_seed(11)
     actions = _random_actions(generator, (steps, 64, 15))
 
@@ -223,7 +223,7 @@ def test_single_vec_vmap_agree(sse15, execution, action_mode):
 @pytest.mark.parametrize("execution, action_mode", [("open", "shares"), ("close", "shares"), ("open", "weights")])
 def test_invariants_random_batch(sse15, execution, action_mode):
     """>= 1e5 random env-steps on the whole sample: the rules hold on every step."""
-    config = EnvConfig(horizon=120, execution=execution, action_mode=action_mode)
+    config = EnvConfig(episode_days=120, execution=execution, action_mode=action_mode)
     num_envs, steps = 256, 400
     env = VecStockTradingEnv(sse15.full, num_envs, config, dtype=F64, seed=1)
     checker = Invariants(env.arrays, config)
@@ -260,7 +260,7 @@ _ENVS = {}
 def _env(market, execution, action_mode):
     key = (execution, action_mode)
     if key not in _ENVS:
-        _ENVS[key] = StockTradingEnv(market, EnvConfig(horizon=None, execution=execution, action_mode=action_mode))
+        _ENVS[key] = StockTradingEnv(market, EnvConfig(episode_days=None, execution=execution, action_mode=action_mode))
     return _ENVS[key]
 
 
@@ -306,7 +306,7 @@ def test_buy_and_hold_through_ex_rights_day(sse15, tic, ex_date, execution):
     ratio = float(full.split_ratio[ex, col])
     assert ratio > 1.1 and float(full.close[ex, col] / full.close[ex - 1, col]) < 0.9  # a raw drop > 10 %
     # max_lots large enough that the buy is scaled to (almost) all the cash
-    env = StockTradingEnv(full, EnvConfig(horizon=None, execution=execution, max_lots=100_000, action_mode="shares"))
+    env = StockTradingEnv(full, EnvConfig(episode_days=None, execution=execution, max_lots=100_000, action_mode="shares"))
     env.reset(options={"start_day": ex - 4})
     buy = np.zeros(15)
     buy[col] = 1.0
@@ -336,7 +336,7 @@ def test_buy_and_hold_through_ex_rights_day(sse15, tic, ex_date, execution):
 # --- truncation, termination, auto-reset -----------------------------------------------------------
 
 def test_horizon_truncation(sse15):
-    env = StockTradingEnv(sse15.train, EnvConfig(horizon=5))
+    env = StockTradingEnv(sse15.train, EnvConfig(episode_days=5))
     env.reset(options={"start_day": 10})
     flags = [env.step(env.action_space.sample())[2:4] for _ in range(5)]
     assert flags == [(False, False)] * 4 + [(False, True)]
@@ -345,7 +345,7 @@ def test_horizon_truncation(sse15):
 
 def test_truncation_at_the_last_day(sse15):
     market = sse15.test
-    env = StockTradingEnv(market, EnvConfig(horizon=250))
+    env = StockTradingEnv(market, EnvConfig(episode_days=250))
     env.reset(options={"start_day": market.num_days - 3})
     assert env.step(np.zeros(15))[3] is False
     _, _, terminated, truncated, info = env.step(np.zeros(15))
@@ -364,7 +364,7 @@ def test_random_start_days_stay_inside_the_data(sse15):
 
 
 def test_vec_auto_reset(sse15):
-    config = EnvConfig(horizon=3)
+    config = EnvConfig(episode_days=3)
     env = VecStockTradingEnv(sse15.train, 8, config, dtype=F64, seed=4)
     env.reset()
     starts = env.account.start_day.clone()
@@ -390,7 +390,7 @@ def test_vec_auto_reset(sse15):
 
 def test_terminated_only_on_ruin(sse15):
     # a 20 % commission costs more than any one-day move inside the ±10 % limit can give back
-    config = EnvConfig(ruin_fraction=0.999999, horizon=10, random_start=False,
+    config = EnvConfig(ruin_fraction=0.999999, episode_days=10, random_start=False,
                        fees=rules.FeeSchedule(commission_rate=0.2))
     env = StockTradingEnv(sse15.train, config)
     env.reset(options={"start_day": 0})
@@ -414,7 +414,7 @@ def test_terminated_only_on_ruin(sse15):
 # --- reproducibility ---------------------------------------------------------------------------------
 
 def _trajectory(market, seed, steps=30):
-    env = VecStockTradingEnv(market, 16, EnvConfig(horizon=12), dtype=F64, seed=seed)
+    env = VecStockTradingEnv(market, 16, EnvConfig(episode_days=12), dtype=F64, seed=seed)
     obs, _ = env.reset()
     starts = [env.account.start_day.clone()]
     generator = torch.Generator().manual_seed(0)
@@ -449,7 +449,7 @@ def test_open_execution_fills_at_next_open(sse15):
     full = sse15.full
     col, start = full.tickers.index("600000.SH"), 200
     assert full.tradable[start + 1, col] and full.open[start + 1, col] < full.up_limit[start + 1, col] - 0.005
-    env = StockTradingEnv(full, EnvConfig(horizon=None, execution="open", action_mode="shares"))
+    env = StockTradingEnv(full, EnvConfig(episode_days=None, execution="open", action_mode="shares"))
     env.reset(options={"start_day": start})
     action = np.zeros(15)
     action[col] = 1.0
@@ -471,13 +471,13 @@ def test_open_execution_fills_at_next_open(sse15):
 def test_close_execution_fills_at_decision_close(sse15):
     full = sse15.full
     col, start = full.tickers.index("600000.SH"), 200
-    env = StockTradingEnv(full, EnvConfig(horizon=None, execution="close", action_mode="shares"))
+    env = StockTradingEnv(full, EnvConfig(episode_days=None, execution="close", action_mode="shares"))
     env.reset(options={"start_day": start})
     action = np.zeros(15)
     action[col] = 1.0
     _, _, _, _, info = env.step(action)
     assert info["traded_value"] == pytest.approx(10_000 * float(full.close[start, col]) * 1.0005)
-    env = StockTradingEnv(full, EnvConfig(horizon=None, execution="close", slippage=0.0, action_mode="shares"))
+    env = StockTradingEnv(full, EnvConfig(episode_days=None, execution="close", slippage=0.0, action_mode="shares"))
     env.reset(options={"start_day": start})
     _, _, _, _, info = env.step(action)
     assert info["traded_value"] == pytest.approx(10_000 * float(full.close[start, col]))
@@ -488,7 +488,7 @@ def test_weights_action_invests_in_one_stock(sse15):
     col, start = full.tickers.index("600036.SH"), 300
     assert full.tradable[start + 1, col]
     for execution in ("open", "close"):
-        env = StockTradingEnv(full, EnvConfig(action_mode="weights", execution=execution, horizon=None))
+        env = StockTradingEnv(full, EnvConfig(action_mode="weights", execution=execution, episode_days=None))
         env.reset(options={"start_day": start})
         action = -np.ones(15, dtype=np.float32)
         action[col] = 1.0
@@ -503,7 +503,7 @@ def test_weights_action_invests_in_one_stock(sse15):
 
 
 def test_vec_float32_default_runs(sse15):
-    env = VecStockTradingEnv(sse15.valid, 32, EnvConfig(horizon=20))
+    env = VecStockTradingEnv(sse15.valid, 32, EnvConfig(episode_days=20))
     obs, _ = env.reset()
     assert obs.dtype == torch.float32 and obs.shape == (32, env.observation_dim)
     generator = torch.Generator().manual_seed(0)
@@ -537,7 +537,7 @@ def test_cash_dividend_paid_on_the_ex_day(synthetic_bars, execution):
     from finrl_tutorial.backtest.runner import run_policy
 
     market, ex = _dividend_market(synthetic_bars)
-    env = StockTradingEnv(market, EnvConfig(horizon=None, execution=execution, action_mode="shares"))
+    env = StockTradingEnv(market, EnvConfig(episode_days=None, execution=execution, action_mode="shares"))
     env.reset(options={"start_day": ex - 5})
     buy = np.zeros(4)
     buy[0] = 0.1  # 10 lots
@@ -577,7 +577,7 @@ def test_detected_ex_rights_day_moves_with_the_market(sse15):
     assert market_move == pytest.approx(-0.0206, abs=5e-5)
     ratio = float(full.split_ratio[ex, col])
     assert ratio == pytest.approx(1.2541, abs=1e-4)
-    env = StockTradingEnv(full, EnvConfig(horizon=None, random_start=False, action_mode="shares"))
+    env = StockTradingEnv(full, EnvConfig(episode_days=None, random_start=False, action_mode="shares"))
     env.reset(options={"start_day": ex - 4})
     buy = np.zeros(15)
     buy[col] = 1.0  # 100 lots
@@ -600,13 +600,13 @@ def test_participation_cap_in_the_env(synthetic_bars):
     bars = synthetic_bars(days=20, seed=10)
     bars["volume"] = 25_000.0  # 10 % = 2,500 shares a day
     market = prepare_market(bars, indicators=()).full
-    env = StockTradingEnv(market, EnvConfig(horizon=None, action_mode="shares"))
+    env = StockTradingEnv(market, EnvConfig(episode_days=None, action_mode="shares"))
     env.reset(options={"start_day": 2})
     env.step(np.array([1.0, 0.0]))  # asks for 100 lots = 10,000 shares
     assert float(env.account.holdings[0]) == 2_500
     env.step(np.array([1.0, 0.0]))
     assert float(env.account.holdings[0]) == 5_000
-    uncapped = StockTradingEnv(market, EnvConfig(horizon=None, max_participation=float("inf"), action_mode="shares"))
+    uncapped = StockTradingEnv(market, EnvConfig(episode_days=None, max_participation=float("inf"), action_mode="shares"))
     uncapped.reset(options={"start_day": 2})
     uncapped.step(np.array([1.0, 0.0]))
     assert float(uncapped.account.holdings[0]) == 10_000

@@ -33,8 +33,8 @@ from finrl_tutorial.data.clean import check_split_lengths
 from finrl_tutorial.data.schema import canonical_ticker, parse_dates
 from finrl_tutorial.envs import EnvConfig, StockTradingEnv, VecStockTradingEnv
 from finrl_tutorial.errors import ConfigError, InputError, RunFolderError
-from finrl_tutorial.train import load_checkpoint, runs
-from finrl_tutorial.train import trainer as trainer_module
+from finrl_tutorial.training import load_checkpoint, runs
+from finrl_tutorial.training import trainer as trainer_module
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[1]
@@ -175,8 +175,8 @@ def _vec_env():
 
 
 def _other_shape_checkpoint(tmp_path):
-    from finrl_tutorial.train.checkpoint import agent_from_checkpoint
-    from finrl_tutorial.train.trainer import train
+    from finrl_tutorial.training.checkpoint import agent_from_checkpoint
+    from finrl_tutorial.training.trainer import train
 
     market = prepare_market(bars(days=60), indicators=())
     train(market, make_config("ppo", num_envs=4, horizon_len=8, total_steps=64), out_dir=tmp_path / "run",
@@ -236,7 +236,7 @@ def test_bad_calls_are_refused_in_one_line(tmp_path, what, call, fragment):
 
 def test_configs_raise_config_errors_that_are_value_errors():
     with pytest.raises(ConfigError):
-        EnvConfig(horizon=0)
+        EnvConfig(episode_days=0)
     assert issubclass(ConfigError, ValueError) and issubclass(DataError, ValueError)
 
 
@@ -536,7 +536,7 @@ def test_resume_on_the_cli_continues_bit_exactly(capsys, tmp_path, monkeypatch):
 
 def test_two_runs_at_once_on_one_folder_the_second_is_refused(tmp_path):
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from finrl_tutorial.train.runs import RunLock;"
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from finrl_tutorial.training.runs import RunLock;"
          "lock = RunLock(Path(sys.argv[1])).acquire(); print('locked', flush=True); time.sleep(120)",
          str(tmp_path / "run")], env=os.environ | {"PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, text=True)
     try:
@@ -558,7 +558,7 @@ def test_two_runs_at_once_on_one_folder_the_second_is_refused(tmp_path):
 
 def test_a_killed_holder_leaves_no_stale_lock(tmp_path):
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from finrl_tutorial.train.runs import RunLock;"
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from finrl_tutorial.training.runs import RunLock;"
          "RunLock(Path(sys.argv[1])).acquire(); print('locked', flush=True); time.sleep(120)", str(tmp_path)],
         env=os.environ | {"PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "locked"
@@ -600,7 +600,7 @@ def test_backtest_on_a_shifted_window_sees_the_training_features(capsys, tmp_pat
     trained = load_market()  # what the agent was trained on: the sample, its own splits
     assert state["feature_stats"]["names"] == trained.full.feature_names
     assert state["feature_stats"]["mean"] == trained.train.info["feature_mean"]
-    assert state["indicators"] == list(trained.full.info["indicators"]) and state["env_config"]["horizon"] == 250
+    assert state["indicators"] == list(trained.full.info["indicators"]) and state["env_config"]["episode_days"] == 250
     for start in ("2016-06-01", "2018-03-01"):
         shifted = load_market(start=start, feature_stats=state["feature_stats"], indicators=state["indicators"])
         first = int(np.searchsorted(trained.full.dates, shifted.full.dates[0]))

@@ -21,17 +21,17 @@ from finrl_tutorial.agents import ActorCritic, make_config
 from finrl_tutorial.backtest.runner import agent_policy, random_baseline, run_policy
 from finrl_tutorial.data import prepare_market
 from finrl_tutorial.envs import EnvConfig
-from finrl_tutorial.train.distributed import DataParallelContext, DistributedContext
-from finrl_tutorial.train.experiment import run_experiment
-from finrl_tutorial.train.trainer import train
-from finrl_tutorial.train.workers import (WorkerError, WorkerPool, shard_start_windows, split_envs,
+from finrl_tutorial.training.distributed import DataParallelContext, DistributedContext
+from finrl_tutorial.training.experiment import run_experiment
+from finrl_tutorial.training.trainer import train
+from finrl_tutorial.training.workers import (WorkerError, WorkerPool, shard_start_windows, split_envs,
                                           start_day_range)
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
 # stockstats (a dependency) calls set_index(inplace=True), deprecated in pandas 3.1: not our concern here
 pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword in DataFrame.set_index")
-EDGE_ENV = EnvConfig(action_mode="weights", horizon=40)
+EDGE_ENV = EnvConfig(action_mode="weights", episode_days=40)
 
 
 def _edge_bars(days: int = 120) -> pd.DataFrame:
@@ -133,7 +133,7 @@ def test_two_workers_train_and_learn_the_obvious_edge(edge_market):
 def test_the_learner_updates_on_the_workers_idle_cores(edge_market, monkeypatch):
     """While the workers wait for the next collect, the update runs on ``learner_threads`` torch
     threads; the rollout and everything else keep the learner's own thread count."""
-    trainer = importlib.import_module("finrl_tutorial.train.trainer")  # the package name is shadowed by train()
+    trainer = importlib.import_module("finrl_tutorial.training.trainer")  # the package name is shadowed by train()
 
     threads_in_update, real_update = [], trainer.update
 
@@ -157,7 +157,7 @@ def test_the_learner_updates_on_the_workers_idle_cores(edge_market, monkeypatch)
 
 
 def test_learner_threads_default_to_one_per_worker_within_the_cores(edge_market):
-    from finrl_tutorial.train.workers import available_cores, torch_threads
+    from finrl_tutorial.training.workers import available_cores, torch_threads
 
     with WorkerPool(edge_market.train, _tiny_config(), EDGE_ENV, num_workers=2, seed=0) as pool:
         assert pool.learner_threads == min(2, available_cores())

@@ -1,7 +1,7 @@
 """Proximal Policy Optimisation in one file: config, actor-critic, rollout, GAE, clipped update.
 
 Read it top to bottom. The training loop that drives these pieces (logging, evaluation,
-checkpoints) is `finrl_tutorial.train.trainer`; A2C (`a2c.py`) reuses everything here except
+checkpoints) is `finrl_tutorial.training.trainer`; A2C (`a2c.py`) reuses everything here except
 the policy loss. References: Schulman et al. 2017 (PPO), 2016 (GAE); CleanRL's ppo_continuous_action.
 
 Sizes: each iteration collects ``num_envs × horizon_len`` samples, then makes ``repeat_times``

@@ -45,7 +45,7 @@ class EpisodeRecord:
 def run_policy(policy: Policy, market: MarketData, env_config: EnvConfig | None = None, *,
                device="cpu", dtype=torch.float64) -> EpisodeRecord:
     """Trade ``policy`` from the first to the last day of ``market`` in one episode."""
-    config = replace(env_config or EnvConfig(), random_start=False, horizon=None, ruin_fraction=0.0)
+    config = replace(env_config or EnvConfig(), random_start=False, episode_days=None, ruin_fraction=0.0)
     env = VecStockTradingEnv(market, 1, config, device=device, dtype=dtype)
     obs, _ = env.reset()
     wealth, fees, traded, dividends = [config.initial_cash], [0.0], [0.0], [0.0]

@@ -34,7 +34,7 @@ from ..backtest.runner import agent_policy, buy_and_hold_baseline, run_policy
 from ..data.synthetic import SIGNAL_FAMILIES, SyntheticSpec, excess_return, make_synthetic
 from ..envs import EnvConfig
 from ..errors import InputError
-from ..train.trainer import initial_agent, train
+from ..training.trainer import initial_agent, train
 from . import machine
 from .peers import PeerMissing, sb3_ppo_train
 
@@ -235,7 +235,7 @@ def cases_of(args) -> list[tuple]:
 
 def write_report(cases: list[dict], out, runs: list[dict]) -> list[dict]:
     """``learn.json`` (cases, summary, the runs that made them) and ``learn.png`` under ``out``."""
-    from ..train.experiment import write_json
+    from ..training.experiment import write_json
 
     rows = summarize(cases)
     out = Path(out)

@@ -106,7 +106,7 @@ def _loop_config(num_envs: int, device, iterations: int, processes: int = 1, see
 def _train_samples_per_s(market, config, **kwargs) -> float:
     """samples/s of the trainer itself (no evaluation, no files), all ranks' env steps counted,
     after its first iteration (which warms up allocators, like `measure_loop`'s warm-up)."""
-    from ..train.trainer import train
+    from ..training.trainer import train
 
     result = train(types.SimpleNamespace(train=market), config, eval_every=0, progress=False, **kwargs)
     log = result.log
@@ -135,7 +135,7 @@ def _ddp_rank(rank: int, world_size: int, port: int, market, num_envs: int, devi
     torch.set_num_threads(1)
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank),
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    from ..train.distributed import DistributedContext
+    from ..training.distributed import DistributedContext
 
     local = f"cuda:{rank}" if torch.device(device).type == "cuda" else "cpu"
     barrier.wait()
@@ -236,7 +236,7 @@ def _ddp_once(args, market, processes: int) -> dict:
 
 
 def _workers_once(args, market, processes: int) -> dict:
-    from ..train.workers import WorkerPool
+    from ..training.workers import WorkerPool
 
     # like the ddp layout: every process its own batched env of --layout-envs sub-envs
     config = _loop_config(args.layout_envs * processes, torch.device(args.device), args.loop_iterations + 1)
@@ -261,7 +261,7 @@ def _label(record: dict) -> str:
 def write_outputs(records: list[dict], out: str | Path) -> Path:
     """``scale.json`` and the two bar charts under ``out``."""
     from ..backtest.plots import plot_bars
-    from ..train.experiment import write_json
+    from ..training.experiment import write_json
 
     out = Path(out)
     write_json({"records": records}, out / "scale.json")

@@ -36,7 +36,7 @@ class EnvConfig:
     portfolio weight of each stock (the rest stays in cash), whatever the prices. ``shares``:
     action ±1 trades up to ``max_lots`` lots per stock (FinRL-style; ±1 is then worth more in an
     expensive stock, so a near-uniform policy is weighted by price)."""
-    horizon: int | None = 250
+    episode_days: int | None = 250
     """Episode length in trading days (truncation); None runs to the end of the data."""
     random_start: bool = True
     """Start each episode on a random day of the data (per env); False starts on day 0."""
@@ -64,8 +64,8 @@ class EnvConfig:
         check_real(owner, "initial_cash", self.initial_cash, low=0, low_open=True)
         check_int(owner, "max_lots", self.max_lots, minimum=1)
         check_choice(owner, "action_mode", self.action_mode, ("shares", "weights"))
-        if self.horizon is not None:
-            check_int(owner, "horizon", self.horizon, minimum=1)
+        if self.episode_days is not None:
+            check_int(owner, "episode_days", self.episode_days, minimum=1)
         check_bool(owner, "random_start", self.random_start)
         check_choice(owner, "execution", self.execution, ("open", "close"))
         check_real(owner, "reward_scale", self.reward_scale, low=0, low_open=True)
@@ -224,8 +224,8 @@ def step_account(account: Account, action: torch.Tensor, market: MarketArrays, c
     reward = (wealth - account.wealth) * (config.reward_scale / config.initial_cash)
     terminated = wealth < config.ruin_fraction * config.initial_cash
     truncated = next_day >= market.num_days - 1
-    if config.horizon is not None:
-        truncated = truncated | (next_day - account.start_day >= config.horizon)
+    if config.episode_days is not None:
+        truncated = truncated | (next_day - account.start_day >= config.episode_days)
     truncated = truncated & ~terminated
     new_account = Account(cash, holdings, wealth, next_day, account.start_day, bought,
                           torch.full_like(account.bought_day, 0) + fill_day)

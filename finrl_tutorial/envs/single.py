@@ -14,7 +14,7 @@ class StockTradingEnv(gym.Env):
     """A-share trading for one account: observation and action as float32 numpy arrays.
 
     Uses the same step function and rules as the batched envs (see `finrl_tutorial.envs.core`).
-    ``terminated`` means ruin; ``truncated`` means the horizon or the data's end was reached.
+    ``terminated`` means ruin; ``truncated`` means the episode length (``episode_days``) or the data's end was reached.
     ``info`` has ``wealth``, ``fee``, ``traded_value``, ``dividend`` (cash dividends received on
     the step), ``day`` and ``date``.
     """

@@ -150,11 +150,11 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
 
     ``resume``: a ``last.pt`` to continue from (same curve as an uninterrupted run on CPU); it
     must have been written with the same configs. ``out_dir`` may not hold another run unless
-    ``resume`` or ``overwrite`` (see `finrl_tutorial.train.runs`); it is locked while training.
+    ``resume`` or ``overwrite`` (see `finrl_tutorial.training.runs`); it is locked while training.
     ``eval_every``: validate (and checkpoint) every K iterations and after the last; 0 never
     validates, and the final weights are saved as ``best.pt`` and ``last.pt`` at the end.
-    ``distributed`` (a `finrl_tutorial.train.distributed.DistributedContext`) and ``worker_pool``
-    (a `finrl_tutorial.train.workers.WorkerPool`) switch on the scale-out paths (book chapters 4 and 5);
+    ``distributed`` (a `finrl_tutorial.training.distributed.DistributedContext`) and ``worker_pool``
+    (a `finrl_tutorial.training.workers.WorkerPool`) switch on the scale-out paths (book chapters 4 and 5);
     without them this is one process with one batched env. ``on_evaluation`` is called after each
     validation with ``{"iteration", "env_steps", "metrics", "agent", "is_best"}`` (the learning
     benchmark uses it to follow every candidate checkpoint).

@@ -12,7 +12,7 @@ into ``num_workers`` contiguous, disjoint windows, and each worker's episodes st
 its window (`VecStockTradingEnv(start_window=...)`). Which window goes to which worker is a
 permutation fixed by a stable hash (``zlib.crc32``, never Python's salted ``hash()``), so the
 assignment is the same in every run and on every machine; see `shard_start_windows`. The same
-function gives each DDP rank its window (`finrl_tutorial.train.distributed`).
+function gives each DDP rank its window (`finrl_tutorial.training.distributed`).
 
 One iteration (`WorkerPool.collect`):
 

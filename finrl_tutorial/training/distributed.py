@@ -1,6 +1,6 @@
 """Learners on several devices or processes: ``DataParallel`` (one process) and DDP (torchrun).
 
-Two contexts plug into `finrl_tutorial.train.trainer.train` through its ``distributed``
+Two contexts plug into `finrl_tutorial.training.trainer.train` through its ``distributed``
 argument. Both have ``rank``, ``world_size``, ``device``, ``wrap(agent)`` (the module the
 update runs through), ``all_reduce_mean(x)`` and ``close()``.
 
@@ -26,7 +26,7 @@ What each rank does (see the trainer):
   and DDP broadcasts rank 0's weights at wrap time anyway);
 - it owns a batched env of ``config.num_envs`` sub-envs (so ``world_size × num_envs`` in all),
   its own *shard* of the training data — episodes start only in its window of the start days,
-  `finrl_tutorial.train.workers.shard_start_windows` — and its own env/sampling seed
+  `finrl_tutorial.training.workers.shard_start_windows` — and its own env/sampling seed
   (``seed + 1000 × rank``);
 - ``config.total_steps`` counts the env steps of all ranks together, so K ranks make the same
   number of env steps K times faster, in 1/K as many iterations with a K times larger batch;
