@@ -1,32 +1,61 @@
 """Batched environments: N independent accounts stepped together as tensors on any device."""
 from __future__ import annotations
 
+import gymnasium as gym
+import numpy as np
 import torch
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
 
 from ..data.market import MarketData
 from ..errors import InputError, check_int
 from .core import (Account, EnvConfig, MarketArrays, counter_uniform, draw_start_days, initial_account,
                    observation_size, observe, seed_counters, step_account)
 
+# Features are clipped to ±5, the cash share and the weights lie in [0, 1], so ±10 bounds every entry
+# (the same bounds as `StockTradingEnv`).
+OBSERVATION_BOUND = 10.0
 
-class VecStockTradingEnv:
-    """N sub-envs (accounts) on one market, stepped with batched tensor ops.
 
-    Gymnasium's vector API, with torch tensors: ``reset()`` returns ``obs [N, obs_dim], info``;
-    ``step(actions [N, S])`` returns ``obs, reward, terminated, truncated, info``. Each sub-env
-    starts on its own random day. Finished sub-envs reset in the same step (gymnasium's
-    ``SAME_STEP`` autoreset): the returned ``obs`` is the new episode's first observation and
-    ``info["final_obs"]`` holds the observation the finished episode ended on (rows of envs that
-    did not finish hold their ordinary next observation). ``info`` also has ``wealth`` (before
-    any reset), ``fee``, ``traded_value`` and ``dividend`` (cash dividends received) per env. The
-    step keeps static shapes and never synchronises with the host, so it can be captured in a
-    CUDA graph or compiled with ``torch.compile(fullgraph=True)``.
+class VecStockTradingEnv(VectorEnv):
+    """N sub-envs (accounts) on one market, stepped with batched tensor ops: a
+    ``gymnasium.vector.VectorEnv`` that speaks torch.
+
+    ``reset(seed=..., options=...)`` returns ``obs [N, obs_dim], info``; ``step(actions [N, S])``
+    returns ``obs, reward [N], terminated [N], truncated [N], info``; ``close()`` releases the
+    accounts. ``single_observation_space``/``single_action_space`` are the spaces of one account
+    (the same as `StockTradingEnv`'s), ``observation_space``/``action_space`` the batched ones.
+    Each sub-env starts on its own random day. ``reset(seed=s)`` reseeds: the same seed gives
+    the same episodes (start days), on every device; ``reset()`` continues the stream. The only
+    option is ``{"start_day": day}`` (one day, or one per env) for the first episodes.
+
+    Finished sub-envs restart in the same step (``metadata["autoreset_mode"]`` is
+    ``AutoresetMode.SAME_STEP``): the returned ``obs`` row is the new episode's first
+    observation, ``info["final_obs"]`` holds the observation the finished episode ended on and
+    ``info["final_info"]`` its step info, where ``info["_final_obs"]``/``info["_final_info"]``
+    (= ``terminated | truncated``) are True. ``info`` also has, for every env, the step just
+    taken: ``wealth`` (before any reset), ``fee``, ``traded_value`` and ``dividend`` (cash
+    dividends received).
+
+    Gymnasium rules relaxed, as gymnasium's torch wrappers (``NumpyToTorch``) relax them:
+    observations, rewards, flags and info values are torch tensors on the env's device, not
+    numpy arrays (the spaces are numpy ``Box``es: check ``obs.cpu().numpy()`` against them);
+    actions may be a tensor or anything ``torch.as_tensor`` takes. ``final_obs`` is a dense
+    ``[N, obs_dim]`` tensor, not an object array with ``None`` for envs that did not finish
+    (their rows hold the ordinary next observation), and ``final_obs``/``final_info`` are in
+    every step's ``info``, not only when an env finished: deciding that would cost a host sync.
+    The step keeps static shapes and never synchronises with the host, so it can be captured
+    in a CUDA graph or compiled with ``torch.compile(fullgraph=True)``.
     """
+
+    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+    render_mode = None
 
     def __init__(self, market: MarketData, num_envs: int, config: EnvConfig | None = None, *,
                  device=None, dtype: torch.dtype = torch.float32, seed: int = 0,
                  start_window: tuple[int, int] | None = None, check_actions: bool | None = None):
         check_int("VecStockTradingEnv", "num_envs", num_envs, minimum=1)
+        check_int("VecStockTradingEnv", "seed", seed)
         self.config = config or EnvConfig()
         self.market = market.to(device if device is not None else market.device, dtype)
         self.arrays = MarketArrays.from_market(self.market, self.config.fees)
@@ -36,6 +65,12 @@ class VecStockTradingEnv:
         self.dtype = dtype
         self.observation_dim = observation_size(self.num_stocks, self.market.num_features)
         self.action_dim = self.num_stocks
+        space_dtype = _numpy_dtype(dtype)
+        self.single_observation_space = gym.spaces.Box(-OBSERVATION_BOUND, OBSERVATION_BOUND,
+                                                       shape=(self.observation_dim,), dtype=space_dtype)
+        self.single_action_space = gym.spaces.Box(-1.0, 1.0, shape=(self.action_dim,), dtype=space_dtype)
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
         # Per-env random counters (SplitMix64): pure tensor ops, so the step compiles/captures whole.
         self.rng_state = seed_counters(seed, num_envs, self.device)
         self.account: Account | None = None
@@ -56,20 +91,44 @@ class VecStockTradingEnv:
     def _fresh_accounts(self) -> Account:
         return initial_account(self._draw_starts(), self.num_stocks, self.config, self.dtype)
 
-    def reset(self, seed: int | None = None):
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        unknown = set(options or {}) - {"start_day"}
+        if unknown:
+            raise InputError(f"unknown reset option(s) {sorted(unknown)}: the only option is 'start_day'")
+        start_days = self._start_days_option(options["start_day"]) if options and "start_day" in options else None
         if seed is not None:
+            check_int(f"{type(self).__name__}.reset", "seed", seed)
+            # gymnasium's own generator (`np_random`, unused by the env) wants a seed >= 0
+            super().reset(seed=seed % (1 << 64))
+            # copy_: a captured CUDA graph keeps reading these same counters
             self.rng_state.copy_(seed_counters(seed, self.num_envs, self.device))
-        self.account = self._fresh_accounts()
+        starts = self._draw_starts()  # drawn even when start_day is given: later episodes stay the same
+        self.account = initial_account(starts if start_days is None else start_days, self.num_stocks,
+                                       self.config, self.dtype)
         return observe(self.account, self.arrays), {}
+
+    def _start_days_option(self, value) -> torch.Tensor:
+        """``options["start_day"]``: one day for every env, or one per env (host side: reset only)."""
+        expected = f"reset option start_day must be one integer day or {self.num_envs} (one per env)"
+        try:
+            days = torch.as_tensor(value).to("cpu")
+        except (TypeError, ValueError, RuntimeError):
+            raise InputError(f"{expected}, got {value!r}") from None
+        if days.is_floating_point() or days.is_complex() or days.dtype == torch.bool or days.dim() > 1 \
+                or days.numel() not in (1, self.num_envs):
+            raise InputError(f"{expected}, got {value!r}")
+        last = self.arrays.num_days - 2  # the last day has no next day to trade into
+        if not (0 <= int(days.min()) and int(days.max()) <= last):
+            raise InputError(f"reset option start_day must lie in [0, {last}], got {days.tolist()}")
+        return days.to(device=self.device, dtype=torch.long).expand(self.num_envs).clone()
 
     def _step_accounts(self, action: torch.Tensor):
         return step_account(self.account, action, self.arrays, self.config)
 
-    def step(self, action: torch.Tensor):
+    def step(self, actions: torch.Tensor):
         if self.account is None:
             raise RuntimeError("call reset() before step()")
-        if not isinstance(action, torch.Tensor):
-            action = torch.as_tensor(action)
+        action = actions if isinstance(actions, torch.Tensor) else torch.as_tensor(actions)
         if tuple(action.shape) != (self.num_envs, self.num_stocks):
             raise InputError(f"actions have shape {tuple(action.shape)}, expected ({self.num_envs}, {self.num_stocks}): "
                              "one row per env, one value in [-1, 1] per stock")
@@ -88,9 +147,25 @@ class VecStockTradingEnv:
         for target, new, old in zip(self.account, fresh, stepped):
             target.copy_(torch.where(done.view(-1, *([1] * (new.dim() - 1))), new, old))
         obs = torch.where(done.unsqueeze(-1), observe(self.account, self.arrays), final_obs)
-        info = {"final_obs": final_obs, "wealth": stepped.wealth, "fee": fee, "traded_value": traded,
-                "dividend": dividend}
+        step_info = {"wealth": stepped.wealth, "fee": fee, "traded_value": traded, "dividend": dividend}
+        info = {**step_info, "final_obs": final_obs, "_final_obs": done, "final_info": step_info,
+                "_final_info": done}
         return obs, reward, terminated, truncated, info
+
+    def close_extras(self, **kwargs) -> None:
+        """Drop the accounts (``VectorEnv.close`` calls this once): step() then needs a reset()."""
+        self.account = None
+
+
+def _numpy_dtype(dtype: torch.dtype) -> np.dtype:
+    """The numpy dtype of the spaces for an env computing in ``dtype``."""
+    if not dtype.is_floating_point:
+        raise InputError(f"the env's dtype must be a floating-point torch dtype, got {dtype}")
+    try:
+        return torch.empty(0, dtype=dtype).numpy().dtype
+    except TypeError:  # bfloat16 has no numpy dtype
+        raise InputError(f"the env's dtype {dtype} has no numpy counterpart for its spaces: "
+                         "use float16, float32 or float64") from None
 
 
 class VmapStockTradingEnv(VecStockTradingEnv):
