@@ -228,3 +228,13 @@ def test_make_vec_by_id_builds_our_batched_env(sse15):
     envs.close()
     one = gym.make(ENV_ID, market=sse15.train)
     assert isinstance(one.unwrapped, StockTradingEnv) and one.spec.id == ENV_ID
+
+
+def test_one_account_env_checks_its_reset_options(sse15):
+    env = StockTradingEnv(sse15.train)
+    last = sse15.train.num_days - 2
+    assert env.reset(options={"start_day": np.int64(last)})[1]["day"] == last
+    for bad, message in (({"start_day": last + 1}, "must lie in"), ({"start_day": [1, 2]}, "integer"),
+                         ({"start_day": 3.0}, "integer"), ({"start": 3}, "unknown reset option")):
+        with pytest.raises(InputError, match=message):
+            env.reset(options=bad)

@@ -20,7 +20,7 @@ import torch
 
 from .. import rules
 from ..data.market import MarketData
-from ..errors import ConfigError, check_bool, check_choice, check_int, check_real
+from ..errors import ConfigError, InputError, check_bool, check_choice, check_int, check_real
 
 
 @dataclass
@@ -283,3 +283,28 @@ def draw_start_days(uniform: torch.Tensor, num_days: int, config: EnvConfig,
         return torch.zeros(uniform.shape, dtype=torch.long, device=uniform.device)
     low, high = window if window is not None else start_day_range(num_days)
     return low + (uniform * (high - low)).long().clamp(max=high - low - 1)
+
+
+def check_reset_options(options) -> None:
+    """``reset(options=...)`` of every env takes ``start_day`` and nothing else."""
+    unknown = sorted(set(options or {}) - {"start_day"})
+    if unknown:
+        raise InputError(f"unknown reset option(s) {unknown}: the only option is 'start_day'")
+
+
+def start_days_option(value, count: int, num_days: int, device) -> torch.Tensor:
+    """``options["start_day"]`` as ``count`` start days (one day for all, or one per env), checked
+    on the host (reset only): integers on which an episode may start."""
+    expected = "reset option start_day must be one integer day" + (f" or {count} (one per env)" if count > 1 else "")
+    try:
+        days = torch.as_tensor(value).to("cpu")
+    except (TypeError, ValueError, RuntimeError):
+        raise InputError(f"{expected}, got {value!r}") from None
+    if days.is_floating_point() or days.is_complex() or days.dtype == torch.bool or days.dim() > 1 \
+            or days.numel() not in (1, count):
+        raise InputError(f"{expected}, got {value!r}")
+    low, high = start_day_range(num_days)
+    if not (low <= int(days.min()) and int(days.max()) < high):
+        raise InputError(f"reset option start_day must lie in [{low}, {high - 1}] (the last day has no next day "
+                         f"to trade into), got {days.tolist()}")
+    return days.to(device=device, dtype=torch.long).expand(count).clone()

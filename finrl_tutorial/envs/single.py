@@ -7,7 +7,8 @@ import torch
 
 from ..data.market import MarketData
 from ..errors import InputError
-from .core import EnvConfig, MarketArrays, draw_start_days, initial_account, observation_size, observe, step_account
+from .core import (EnvConfig, MarketArrays, check_reset_options, draw_start_days, initial_account,
+                   observation_size, observe, start_days_option, step_account)
 
 
 class StockTradingEnv(gym.Env):
@@ -40,11 +41,12 @@ class StockTradingEnv(gym.Env):
         return {"wealth": float(self.account.wealth), "day": day, "date": str(self.market.dates[day]), **extra}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        check_reset_options(options)
         super().reset(seed=seed)
         uniform = torch.tensor(self.np_random.random(), dtype=torch.float64)
         start = draw_start_days(uniform, self.arrays.num_days, self.config)
         if options and "start_day" in options:
-            start = torch.tensor(int(options["start_day"]))
+            start = start_days_option(options["start_day"], 1, self.arrays.num_days, "cpu")[0]
         self.account = initial_account(start, self.market.num_stocks, self.config, self.dtype)
         return self._obs(), self._info()
 

@@ -9,8 +9,8 @@ from gymnasium.vector.utils import batch_space
 
 from ..data.market import MarketData
 from ..errors import InputError, check_int
-from .core import (Account, EnvConfig, MarketArrays, counter_uniform, draw_start_days, initial_account,
-                   observation_size, observe, seed_counters, step_account)
+from .core import (Account, EnvConfig, MarketArrays, check_reset_options, counter_uniform, draw_start_days,
+                   initial_account, observation_size, observe, seed_counters, start_days_option, step_account)
 
 # Features are clipped to ±5, the cash share and the weights lie in [0, 1], so ±10 bounds every entry
 # (the same bounds as `StockTradingEnv`).
@@ -92,10 +92,10 @@ class VecStockTradingEnv(VectorEnv):
         return initial_account(self._draw_starts(), self.num_stocks, self.config, self.dtype)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        unknown = set(options or {}) - {"start_day"}
-        if unknown:
-            raise InputError(f"unknown reset option(s) {sorted(unknown)}: the only option is 'start_day'")
-        start_days = self._start_days_option(options["start_day"]) if options and "start_day" in options else None
+        check_reset_options(options)
+        start_days = None
+        if options and "start_day" in options:
+            start_days = start_days_option(options["start_day"], self.num_envs, self.arrays.num_days, self.device)
         if seed is not None:
             check_int(f"{type(self).__name__}.reset", "seed", seed)
             # gymnasium's own generator (`np_random`, unused by the env) wants a seed >= 0
@@ -106,21 +106,6 @@ class VecStockTradingEnv(VectorEnv):
         self.account = initial_account(starts if start_days is None else start_days, self.num_stocks,
                                        self.config, self.dtype)
         return observe(self.account, self.arrays), {}
-
-    def _start_days_option(self, value) -> torch.Tensor:
-        """``options["start_day"]``: one day for every env, or one per env (host side: reset only)."""
-        expected = f"reset option start_day must be one integer day or {self.num_envs} (one per env)"
-        try:
-            days = torch.as_tensor(value).to("cpu")
-        except (TypeError, ValueError, RuntimeError):
-            raise InputError(f"{expected}, got {value!r}") from None
-        if days.is_floating_point() or days.is_complex() or days.dtype == torch.bool or days.dim() > 1 \
-                or days.numel() not in (1, self.num_envs):
-            raise InputError(f"{expected}, got {value!r}")
-        last = self.arrays.num_days - 2  # the last day has no next day to trade into
-        if not (0 <= int(days.min()) and int(days.max()) <= last):
-            raise InputError(f"reset option start_day must lie in [0, {last}], got {days.tolist()}")
-        return days.to(device=self.device, dtype=torch.long).expand(self.num_envs).clone()
 
     def _step_accounts(self, action: torch.Tensor):
         return step_account(self.account, action, self.arrays, self.config)
