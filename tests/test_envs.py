@@ -1,4 +1,5 @@
-"""Trading envs: gymnasium API, equivalence of the single / batched / vmap envs, A-share invariants."""
+"""Trading envs: gymnasium API, equivalence of the single / batched / vmap envs, A-share invariants
+(the batched envs as gymnasium vector envs: tests/test_gym_vector.py)."""
 import numpy as np
 import pandas as pd
 import pytest

@@ -44,6 +44,8 @@ class VecStockTradingEnv(VectorEnv):
     ``[N, obs_dim]`` tensor, not an object array with ``None`` for envs that did not finish
     (their rows hold the ordinary next observation), and ``final_obs``/``final_info`` are in
     every step's ``info``, not only when an env finished: deciding that would cost a host sync.
+    The top-level ``wealth``, ``fee``, ... describe the step just taken by every env, also one
+    that finished (gymnasium's ``SyncVectorEnv`` puts the reset info there, which is empty here).
     The step keeps static shapes and never synchronises with the host, so it can be captured
     in a CUDA graph or compiled with ``torch.compile(fullgraph=True)``.
     """
