@@ -66,7 +66,7 @@ def _add_data_options(parser, default="sample"):
 def _load(args, **options):
     source = "sample" if args.source in ("sample", "sse15") else args.source
     return data.load_market(source, tickers=_tickers(args.tickers), start=args.start, end=args.end,
-                       token=getattr(args, "token", None), date_format=args.date_format, **options)
+                            token=getattr(args, "token", None), date_format=args.date_format, **options)
 
 
 def _same_file(a, b) -> bool:
