@@ -1,10 +1,20 @@
-"""Atomic file writes: nothing written is ever seen half-done, and a failed write keeps the old file."""
+"""Atomic file writes: nothing written is ever seen half-done, and a failed write keeps the old file.
+
+Every file the package writes (run folders, records, figures, checkpoints, caches) goes through
+one of these: `atomic_open` underneath, and one writer per kind of file on top of it —
+`write_json`, `write_json_lines`, `write_csv`, `atomic_save` (torch), `save_figure`
+(matplotlib), `copy_file` — plus `append_open` for a log that grows row by row.
+"""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
+
+import torch
 
 
 def _umask() -> int:
@@ -46,3 +56,63 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs):
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+@contextlib.contextmanager
+def append_open(path: str | os.PathLike, **kwargs):
+    """Open ``path`` to append to it (a log that grows row by row: rewriting it whole for every row
+    would copy it each time); flushed to disk when the block ends, so what was appended before a
+    crash is kept. ``kwargs`` go to ``open``."""
+    with open(path, "a", **kwargs) as stream:
+        yield stream
+        stream.flush()
+        os.fsync(stream.fileno())
+
+
+def write_json(obj, path: str | os.PathLike) -> Path:
+    """``obj`` as indented JSON; NaN/inf are refused (``ValueError``), not written."""
+    with atomic_open(path) as stream:
+        json.dump(obj, stream, indent=2, allow_nan=False)
+    return Path(path)
+
+
+def write_json_lines(records, path: str | os.PathLike) -> Path:
+    """One JSON document per line (benchmark records)."""
+    with atomic_open(path) as stream:
+        stream.writelines(json.dumps(record) + "\n" for record in records)
+    return Path(path)
+
+
+def write_csv(frame, path: str | os.PathLike) -> Path:
+    """A DataFrame as UTF-8 CSV without its index."""
+    with atomic_open(path, "w", encoding="utf-8", newline="") as stream:
+        frame.to_csv(stream, index=False)
+    return Path(path)
+
+
+def atomic_save(obj, path: str | os.PathLike) -> Path:
+    """``torch.save`` to a temp file in the same folder, then rename over ``path``: a crash never
+    leaves a half-written checkpoint, and the previous one stays until the new one is complete."""
+    with atomic_open(path, "wb") as stream:
+        torch.save(obj, stream)
+    return Path(path)
+
+
+def save_figure(fig, path: str | os.PathLike) -> Path:
+    """Write the matplotlib figure ``fig`` to ``path`` (``dpi=120, bbox_inches='tight'``).
+
+    The image format follows the file extension (the figure's default, ``savefig.format``, i.e.
+    PNG, when there is none). Missing parent directories are created. Returns the path.
+    """
+    path = Path(path)
+    fmt = path.suffix.lstrip(".").lower() or fig.canvas.get_default_filetype()
+    with atomic_open(path, "wb") as stream:
+        fig.savefig(stream, dpi=120, bbox_inches="tight", format=fmt)
+    return path
+
+
+def copy_file(source: str | os.PathLike, path: str | os.PathLike) -> Path:
+    """A copy of ``source`` at ``path`` (e.g. the best seed's checkpoint as the run's)."""
+    with open(source, "rb") as original, atomic_open(path, "wb") as stream:
+        shutil.copyfileobj(original, stream)
+    return Path(path)

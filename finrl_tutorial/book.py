@@ -28,7 +28,7 @@ def setup_chapter(threads: int = 1) -> None:
     torch.set_num_threads(threads)
     warnings.filterwarnings("ignore", message="IProgress not found")
     try:
-        from IPython import get_ipython
+        from IPython import get_ipython  # optional: a notebook has it, plain Python may not
     except ImportError:  # plain Python: nothing to set up for plots
         return
     shell = get_ipython()
@@ -89,7 +89,7 @@ def measured_box(this_run: dict, committed: dict, shows: str, does_not_show: str
     lines += ["", f"*Shows:* {shows}", "", f"*Does not show:* {does_not_show}"]
     text = "\n".join(lines)
     try:
-        from IPython.display import Markdown
+        from IPython.display import Markdown  # optional, as above
     except ImportError:
         return text
     return Markdown(text)

@@ -10,6 +10,18 @@ import os
 import sys
 from pathlib import Path
 
+import pandas as pd
+import torch
+
+from . import bench, data
+from .agents import make_config
+from .atomic import write_csv, write_json
+from .backtest.runner import agent_policy, backtest
+from .envs import EnvConfig, shard_start_windows
+from .errors import InputError, TrainingError, one_line, require_device
+from .training import (DataParallelContext, DistributedContext, WorkerPool, agent_from_checkpoint, load_checkpoint,
+                       results_table, run_experiment, runs)
+
 FAST = os.environ.get("FINRL_TUTORIAL_FAST") == "1"
 
 
@@ -18,7 +30,7 @@ class OneLineParser(argparse.ArgumentParser):
     every other bad input (argparse itself prints the whole usage first)."""
 
     def error(self, message):
-        self.exit(2, f"error: {self.prog}: {' '.join(message.split())}\n")
+        self.exit(2, f"error: {self.prog}: {one_line(message)}\n")
 
 
 def _int_at_least(minimum: int):
@@ -52,11 +64,9 @@ def _add_data_options(parser, default="sample"):
 
 
 def _load(args, **options):
-    from .data import load_market
-
     source = "sample" if args.source in ("sample", "sse15") else args.source
-    return load_market(source, tickers=_tickers(args.tickers), start=args.start, end=args.end,
-                       token=getattr(args, "token", None), date_format=args.date_format, **options)
+    return data.load_market(source, tickers=_tickers(args.tickers), start=args.start, end=args.end,
+                            token=getattr(args, "token", None), date_format=args.date_format, **options)
 
 
 def _same_file(a, b) -> bool:
@@ -68,8 +78,6 @@ def _same_file(a, b) -> bool:
 
 def _output_file(path, overwrite: bool, inputs=()) -> Path:
     """An output file that loses nothing: not an input, not a folder, not an existing file unless overwrite."""
-    from .errors import InputError
-
     path = Path(path)
     for source in inputs:
         if source and _same_file(path, source):
@@ -78,8 +86,7 @@ def _output_file(path, overwrite: bool, inputs=()) -> Path:
         raise InputError(f"--out {path} is a folder: give a file name, e.g. {path}/clean.csv")
     if path.exists() and not overwrite:
         raise InputError(f"--out {path} exists: pass --overwrite to replace it, or choose another name")
-    from .training.runs import check_target
-    check_target(path.parent)
+    runs.check_target(path.parent)
     return path
 
 
@@ -102,18 +109,13 @@ def cmd_data(args) -> int:
                                         for name, s in summary["splits"].items()))
     print(f"features ({len(summary['features'])}): {' '.join(summary['features'])}")
     if args.out:
-        from .atomic import atomic_open
         out = _output_file(args.out, args.overwrite, inputs=[args.source])
-        with atomic_open(out, newline="") as stream:
-            prepared.full.to_frame().to_csv(stream, index=False)
+        write_csv(prepared.full.to_frame(), out)
         print(f"saved the cleaned frame to {out}")
     return 0
 
 
 def _configs(args):
-    from .agents import make_config
-    from .envs import EnvConfig
-
     overrides = {k: v for k, v in {
         "total_steps": args.total_steps, "num_envs": args.num_envs, "horizon_len": args.horizon_len,
         "batch_size": args.batch_size, "repeat_times": args.repeat_times, "learning_rate": args.lr,
@@ -130,8 +132,6 @@ def _configs(args):
 def _run_folder(args) -> Path:
     """The run folder: ``--out`` as given; the default ``runs/<name>`` moves on to a fresh
     ``runs/<name>-2`` … when it holds an earlier run (and ``--resume`` takes the newest)."""
-    from .training import runs
-
     if args.out:
         return Path(args.out)
     default = Path(f"runs/{args.name or args.algo}")
@@ -146,26 +146,21 @@ def _run_folder(args) -> Path:
 
 
 def cmd_train(args) -> int:
-    import torch
-
-    from .errors import require_device
-    from .training.experiment import results_table, run_experiment
-
+    if args.ddp and args.data_parallel:
+        raise InputError("--ddp and --data-parallel exclude each other: DDP runs one process per device "
+                         "(launch with torchrun), DataParallel one process over all GPUs; choose one")
     torch.set_num_threads(args.threads)
     if args.device is not None and not args.ddp:
         require_device(args.device)  # before the data is loaded: a wrong device is one line at once
     distributed = None
     if args.ddp:
-        from .training.distributed import DistributedContext
         distributed = DistributedContext.from_env(device=args.device)
     config, env_config = _configs(args)
     if args.data_parallel:
-        from .training.distributed import DataParallelContext
         distributed = DataParallelContext(device=config.device)
     prepared = _load(args)
     pool_factory = None
     if args.workers:
-        from .training.workers import WorkerPool, shard_start_windows
         window = None
         if distributed is not None and distributed.world_size > 1:  # each rank's workers share its shard
             window = shard_start_windows(prepared.train.num_days, distributed.world_size)[distributed.rank]
@@ -181,7 +176,6 @@ def cmd_train(args) -> int:
         if distributed is not None:
             distributed.close()
     if report:
-        import pandas as pd
         with pd.option_context("display.width", 160, "display.float_format", "{:.4f}".format):
             print(f"\nTest split {report['data']['test'][0]}..{report['data']['test'][1]}, "
                   f"{report['env_steps']:,} env steps in {report['wall_seconds']:.1f} s "
@@ -198,14 +192,9 @@ def cmd_train(args) -> int:
 
 
 def cmd_backtest(args) -> int:
-    from .backtest.runner import agent_policy, backtest
-    from .errors import InputError
-    from .training.checkpoint import agent_from_checkpoint, load_checkpoint
-
     out = Path(args.out) if args.out else None
     if out is not None:  # refuse before the work, and never replace an earlier backtest silently
-        from .training.runs import check_target
-        check_target(out)
+        runs.check_target(out)
         taken = [name for name in ("backtest.json", "equity.png") if (out / name).exists()]
         if taken and not args.overwrite:
             raise InputError(f"{out} already holds a backtest ({', '.join(taken)}): pass --overwrite to replace it, "
@@ -231,12 +220,10 @@ def cmd_backtest(args) -> int:
                          f"but the data has {market.feature_names}")
     result = backtest(agent_policy(agent), market, env_config, benchmark=prepared.benchmark)
     if out is not None:  # written before printing: a closed stdout cannot lose them
-        from .training.experiment import write_json
         write_json({"checkpoint": str(args.checkpoint), "split": args.split,
                     "dates": [market.first_date, market.last_date], "metrics": result.metrics},
                    out / "backtest.json")
         result.plot(path=out / "equity.png", title=f"{args.split} split")
-    import pandas as pd
     with pd.option_context("display.width", 160, "display.float_format", "{:.4f}".format):
         print(f"{args.split} split {market.first_date}..{market.last_date}")
         print(result.table().to_string())
@@ -246,8 +233,6 @@ def cmd_backtest(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from . import bench
-
     for record in bench.run(args):
         print(json.dumps(record), flush=True)
     return 0
@@ -258,11 +243,11 @@ def build_parser() -> argparse.ArgumentParser:
                                      description="Scalable RL for China A-share trading.")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    data = commands.add_parser("data", help="load, clean and summarise market data")
-    _add_data_options(data)
-    data.add_argument("--out", help="save the cleaned long frame to this CSV")
-    data.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
-    data.set_defaults(func=cmd_data)
+    data_parser = commands.add_parser("data", help="load, clean and summarise market data")
+    _add_data_options(data_parser)
+    data_parser.add_argument("--out", help="save the cleaned long frame to this CSV")
+    data_parser.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    data_parser.set_defaults(func=cmd_data)
 
     train = commands.add_parser("train", help="train an agent, backtest it against baselines, write a report")
     _add_data_options(train)
@@ -310,21 +295,17 @@ def build_parser() -> argparse.ArgumentParser:
     back.set_defaults(func=cmd_backtest)
 
     bench_parser = commands.add_parser("bench", help="benchmarks (JSON lines on stdout)")
-    from . import bench
     bench.add_arguments(bench_parser)
     bench_parser.set_defaults(func=cmd_bench)
     return parser
 
 
 def main(argv=None) -> int:
-    from .errors import InputError
-    from .training.trainer import TrainingError
-
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except (InputError, TrainingError) as error:  # bad input; anything else is a bug: its traceback shows
-        print("error: " + " ".join(str(error).split()), file=sys.stderr)  # one line, whatever the message
+        print("error: " + one_line(str(error)), file=sys.stderr)  # one line, whatever the message
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

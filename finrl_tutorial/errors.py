@@ -1,14 +1,17 @@
-"""The errors that mean *bad input*, and the small checks the configs use.
+"""The errors that mean *bad input* or a run that cannot go on, and the small checks the configs use.
 
 Everything a user can get wrong (a file, an option, a config value, a checkpoint) raises an
-`InputError` whose message names the problem in one line; the command line turns exactly these
-into ``error: <message>`` and exit code 2. Any other exception is a bug and keeps its traceback.
-`InputError` subclasses `ValueError`, so code that catches ``ValueError`` keeps working.
+`InputError` whose message names the problem in one line; a training run that cannot go on (a
+non-finite loss, a dead worker) raises a `TrainingError`. The command line turns exactly these
+into ``error: <message>`` (`one_line`) and exit code 2. Any other exception is a bug and keeps its
+traceback. `InputError` subclasses `ValueError`, so code that catches ``ValueError`` keeps working.
 """
 from __future__ import annotations
 
 import math
 import numbers
+
+import torch
 
 
 class InputError(ValueError):
@@ -21,6 +24,21 @@ class ConfigError(InputError):
 
 class RunFolderError(InputError):
     """A run folder cannot be used: it holds another run, is locked, or cannot be written."""
+
+
+class TrainingError(RuntimeError):
+    """Training cannot go on (e.g. a non-finite loss); the message says what was kept."""
+
+
+def one_line(problem: BaseException | str, secret: str | None = None, limit: int | None = None) -> str:
+    """``problem`` as one line, whatever its message: a string as it is, an exception as ``Type:
+    message``; white space (newlines included) folded to single spaces, ``secret`` (a token) blanked
+    out, and at most ``limit`` characters (None: no limit)."""
+    text = problem if isinstance(problem, str) else f"{type(problem).__name__}: {problem}"
+    text = " ".join(text.split())
+    if secret:
+        text = text.replace(secret, "***")
+    return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _is_int(value) -> bool:
@@ -69,8 +87,6 @@ def check_choice(owner: str, name: str, value, choices) -> str:
 def check_device(owner: str, name: str, value) -> str:
     """A device string torch can parse (``cpu``, ``cuda``, ``cuda:1`` …); availability is checked
     where the device is used (a config may be read on a machine without that device)."""
-    import torch
-
     if not isinstance(value, (str, torch.device)):
         raise ConfigError(f"{owner}.{name} must be a device name like 'cpu' or 'cuda', got {value!r}")
     try:
@@ -80,10 +96,8 @@ def check_device(owner: str, name: str, value) -> str:
     return str(value)
 
 
-def require_device(device) -> "torch.device":  # noqa: F821
+def require_device(device) -> torch.device:
     """The ``torch.device`` for ``device`` if this machine has it, else an `InputError` saying why."""
-    import torch
-
     try:
         resolved = torch.device(device)
     except (RuntimeError, ValueError, TypeError):

@@ -21,9 +21,11 @@ UPDATES = 3  # update() calls in a row: the later ones also check Adam's state s
 
 
 def config() -> PPOConfig:
-    """One minibatch (the whole local rollout), one epoch, no per-minibatch advantage standardisation."""
+    """One minibatch (the whole local rollout), one epoch, no per-minibatch advantage standardisation,
+    the flat MLP."""
     return PPOConfig(num_envs=NUM_ENVS, horizon_len=HORIZON, batch_size=HORIZON * NUM_ENVS, repeat_times=1,
-                     normalize_advantages=False, target_kl=None, hidden_sizes=(32, 32), learning_rate=1e-3)
+                     normalize_advantages=False, target_kl=None, hidden_sizes=(32, 32), learning_rate=1e-3,
+                     network="mlp")
 
 
 def fixed_rollout() -> Rollout:
@@ -43,7 +45,7 @@ def half(rollout: Rollout, rank: int, world_size: int) -> Rollout:
 
 def initial_agent() -> ActorCritic:
     torch.manual_seed(0)
-    return ActorCritic(OBS_DIM, ACTION_DIM, config().hidden_sizes)
+    return ActorCritic.from_config(OBS_DIM, ACTION_DIM, config())
 
 
 def run_updates(learner, agent, rollout, all_reduce_mean=lambda x: x) -> list[dict]:

@@ -115,6 +115,12 @@ def test_corrupt_checkpoint(capsys, tmp_path, content):
     assert_one_line_error(code, err, "broken.pt", "checkpoint")
 
 
+def test_ddp_and_data_parallel_together_are_refused(capsys, tmp_path):
+    code, out, err = run_cli(capsys, "train", "--ddp", "--data-parallel", "--out", tmp_path / "run")
+    assert_one_line_error(code, err, "--ddp", "--data-parallel")
+    assert not (tmp_path / "run").exists()  # refused before anything was touched
+
+
 def test_bench_gpu_without_cuda(capsys, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     code, out, err = run_cli(capsys, "bench", "gpu", "--seconds", "0.1")

@@ -5,9 +5,8 @@ import pytest
 import torch
 
 from finrl_tutorial import VecStockTradingEnv
-from finrl_tutorial.agents import ActorCritic, Rollout, collect_rollout
+from finrl_tutorial.agents import ActorCritic, GraphedRollout, Rollout, collect_rollout
 from finrl_tutorial.bench.gpu import graph_matches_eager
-from finrl_tutorial.envs.graph import GraphedRollout
 
 pytestmark = pytest.mark.gpu
 

@@ -1,4 +1,4 @@
-"""Tests for finrl_tutorial.backtest.metrics and .plots.
+"""Tests for finrl_tutorial.metrics and finrl_tutorial.plots.
 
 Ratios are checked against empyrical-reloaded (the maintained fork of Quantopian's
 empyrical) on seeded random return series, and against hand-computed tiny curves.
@@ -6,6 +6,7 @@ empyrical) on seeded random return series, and against hand-computed tiny curves
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 
@@ -20,8 +21,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
-from finrl_tutorial.backtest import metrics as M
-from finrl_tutorial.backtest import plots as P
+from finrl_tutorial import metrics as M
+from finrl_tutorial import plots as P
+from finrl_tutorial.training import LOG_COLUMNS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -351,20 +353,28 @@ def test_plot_learning_curve(tmp_path):
     log = pd.DataFrame(
         {
             "env_steps": np.arange(0, 10_000, 500),
-            "train/episode_return": np.linspace(-1, 1, 20),
-            "valid/sharpe": [np.nan if i % 4 else 0.1 * i for i in range(20)],
+            "train/final_wealth": np.linspace(0.9, 1.1, 20),
+            "valid/sharpe_ratio": [np.nan if i % 4 else 0.1 * i for i in range(20)],
         }
     )
     out = tmp_path / "learning.png"
-    fig = P.plot_learning_curve(log, path=out)
+    fig = P.plot_learning_curve(log, path=out)  # the defaults: the log has two of their three columns
     assert len(fig.axes) == 2
     assert len(fig.axes[1].get_lines()[0].get_xdata()) == 5  # NaN rows dropped
     _assert_png(out, tmp_path)
     # a missing column is skipped
-    fig = P.plot_learning_curve(log, y=("train/episode_return", "valid/missing"))
+    fig = P.plot_learning_curve(log, y=("train/final_wealth", "valid/missing"))
     assert len(fig.axes) == 1
     with pytest.raises(ValueError, match="none of the columns"):
         P.plot_learning_curve(log, y="nope")
+
+
+def test_plot_learning_curve_defaults_are_columns_of_the_training_log():
+    parameters = inspect.signature(P.plot_learning_curve).parameters
+    assert parameters["x"].default in LOG_COLUMNS
+    assert set(parameters["y"].default) <= set(LOG_COLUMNS)
+    log = pd.DataFrame({column: np.arange(4.0) for column in LOG_COLUMNS})  # a log.csv as the trainer writes it
+    assert len(P.plot_learning_curve(log).axes) == len(parameters["y"].default)
 
 
 def test_plot_band(tmp_path):

@@ -20,12 +20,12 @@ import torch
 from finrl_tutorial.agents import ActorCritic, make_config
 from finrl_tutorial.backtest.runner import agent_policy, random_baseline, run_policy
 from finrl_tutorial.data import prepare_market
-from finrl_tutorial.envs import EnvConfig
+from finrl_tutorial.envs import EnvConfig, shard_start_windows
+from finrl_tutorial.envs.core import start_day_range
 from finrl_tutorial.training.distributed import DataParallelContext, DistributedContext
 from finrl_tutorial.training.experiment import run_experiment
 from finrl_tutorial.training.trainer import train
-from finrl_tutorial.training.workers import (WorkerError, WorkerPool, shard_start_windows, split_envs,
-                                          start_day_range)
+from finrl_tutorial.training.workers import WorkerError, WorkerPool, split_envs
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent

@@ -10,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from finrl_tutorial import rules
+from finrl_tutorial.backtest import oracle_capture, oracle_record
 from finrl_tutorial.backtest.runner import buy_and_hold_baseline
-from finrl_tutorial.data import (SIGNAL_FAMILIES, SyntheticMarket, SyntheticSpec, make_synthetic,
-                                 oracle_capture, prepare_market, validate_bars)
+from finrl_tutorial.data import (SIGNAL_FAMILIES, SyntheticMarket, SyntheticSpec, make_synthetic, prepare_market,
+                                 validate_bars)
 from finrl_tutorial.data.synthetic import MAX_MOVE, START_DATE
 from finrl_tutorial.envs import EnvConfig
 
@@ -227,8 +228,8 @@ def test_oracle_policy_counts_days_and_refuses_extra_calls():
 
 def test_oracle_record_forces_target_weights():
     syn = _market(family="factor")
-    default = syn.oracle_record("test")
-    from_shares = syn.oracle_record("test", EnvConfig(action_mode="shares", max_lots=1))
+    default = oracle_record(syn, "test")
+    from_shares = oracle_record(syn, "test", EnvConfig(action_mode="shares", max_lots=1))
     pd.testing.assert_series_equal(default.wealth, from_shares.wealth)
     assert default.fees.sum() > 0  # full costs are charged
 
@@ -240,7 +241,7 @@ def test_oracle_earns_its_planted_edge(family):
     excesses = []
     for seed in (0, 1, 2):
         syn = _market(family=family, ic=ic, seed=seed)
-        oracle = syn.oracle_record("test", EnvConfig())
+        oracle = oracle_record(syn, "test", EnvConfig())
         baseline = buy_and_hold_baseline(syn.market.test, EnvConfig())
         excess, t_stat = _excess_stats(oracle, baseline)
         assert excess > 0.05, (family, seed, excess)
@@ -251,7 +252,7 @@ def test_oracle_earns_its_planted_edge(family):
 def test_oracle_has_no_edge_on_the_control_market():
     for seed in (0, 1, 2):
         syn = _market(family="none", ic=0.15, seed=seed)
-        oracle = syn.oracle_record("test")
+        oracle = oracle_record(syn, "test")
         baseline = buy_and_hold_baseline(syn.market.test)
         excess, t_stat = _excess_stats(oracle, baseline)
         assert t_stat < 2.0 and excess < 0.03, (seed, excess, t_stat)
@@ -259,7 +260,7 @@ def test_oracle_has_no_edge_on_the_control_market():
 
 def test_oracle_capture():
     syn = _market(family="factor", ic=0.15)
-    oracle = syn.oracle_record("test")
+    oracle = oracle_record(syn, "test")
     baseline = buy_and_hold_baseline(syn.market.test)
     assert oracle_capture(oracle, oracle, baseline) == pytest.approx(1.0)
     assert oracle_capture(baseline, oracle, baseline) == pytest.approx(0.0)

@@ -10,13 +10,14 @@ import pytest
 import torch
 
 from finrl_tutorial.agents import ActorCritic, make_config
-from finrl_tutorial.backtest.metrics import SUMMARY_KEYS
+from finrl_tutorial.atomic import write_json
 from finrl_tutorial.backtest import runner
 from finrl_tutorial.envs import EnvConfig, VecStockTradingEnv
+from finrl_tutorial.metrics import SUMMARY_KEYS
 from finrl_tutorial.training import (LOG_COLUMNS, TrainingError, agent_from_checkpoint, atomic_save, load_checkpoint,
                                   train)
 from finrl_tutorial.training import trainer as trainer_module
-from finrl_tutorial.training.experiment import run_experiment, write_json
+from finrl_tutorial.training.experiment import run_experiment
 
 torch.set_num_threads(1)
 pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword in DataFrame.set_index")

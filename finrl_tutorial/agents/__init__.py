@@ -1,5 +1,7 @@
-"""RL agents: a single-file PPO and A2C sharing its rollout and advantage code."""
+"""RL agents: a single-file PPO and A2C sharing its rollout and advantage code; a rollout captured
+as one CUDA graph (`GraphedRollout`)."""
 from .a2c import A2CConfig, a2c_policy_loss
+from .graph import GraphedRollout
 from .ppo import (ActorCritic, PPOConfig, Rollout, collect_rollout, compute_gae, make_optimizer, ppo_policy_loss,
                   update)
 
@@ -18,5 +20,5 @@ def policy_loss_for(config: PPOConfig):
     return lambda new, old, adv: ppo_policy_loss(new, old, adv, config.clip_range)
 
 
-__all__ = ["A2CConfig", "ActorCritic", "PPOConfig", "Rollout", "a2c_policy_loss", "collect_rollout", "compute_gae",
-           "make_config", "make_optimizer", "policy_loss_for", "ppo_policy_loss", "update"]
+__all__ = ["A2CConfig", "ActorCritic", "GraphedRollout", "PPOConfig", "Rollout", "a2c_policy_loss", "collect_rollout",
+           "compute_gae", "make_config", "make_optimizer", "policy_loss_for", "ppo_policy_loss", "update"]

@@ -10,8 +10,9 @@ import torch
 
 from ..data.market import MarketData
 from ..envs import EnvConfig, VecStockTradingEnv
+from ..metrics import performance_summary
+from ..plots import plot_equity
 from ..rules import LOT_SIZE
-from .metrics import performance_summary
 
 Policy = Callable[[torch.Tensor], torch.Tensor]
 """A policy maps observations ``[1, obs_dim]`` to actions ``[1, S]`` in [-1, 1]."""
@@ -153,7 +154,6 @@ class BacktestResult:
         return pd.DataFrame(self.metrics).T[TABLE_COLUMNS]
 
     def plot(self, path=None, title="Backtest"):
-        from .plots import plot_equity
         return plot_equity({name: record.wealth for name, record in self.records.items()}, path=path, title=title)
 
 

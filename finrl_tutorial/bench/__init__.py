@@ -1,71 +1,32 @@
 """Benchmarks: ``python -m finrl_tutorial bench env|train|scale|gpu|peers|learn``, one JSON line per run.
 
-Speed is measured here, never in unit tests. Every record carries the machine and the date so a
-number can be traced to where it was measured.
+Speed is measured here, never in unit tests. Every record carries the machine and the date
+(`machine`, from `finrl_tutorial.provenance`) so a number can be traced to where it was measured.
 """
 from __future__ import annotations
 
-import datetime
-import os
-import platform
-import time
-
 import torch
 
-from ..data.market import MarketData
+from ..provenance import machine
+from .common import market_with_stocks, timed
+from . import env, gpu, learn, peers, scale, train
+from .env import measure_env
+from .train import measure_loop
 
-
-def machine() -> dict:
-    """Where a figure was measured."""
-    info = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "cpu_count": os.cpu_count(), "platform": platform.platform(), "torch": torch.__version__,
-            "threads": torch.get_num_threads()}
-    if torch.cuda.is_available():
-        info["gpu"] = torch.cuda.get_device_name(0)
-    return info
-
-
-def market_with_stocks(market: MarketData, stocks: int) -> MarketData:
-    """The market widened (columns repeated) or narrowed to ``stocks`` columns, for speed tests."""
-    return market.select_stocks([i % market.num_stocks for i in range(stocks)])
-
-
-def timed(step, seconds: float, min_calls: int = 3, sync=lambda: None) -> tuple[int, float]:
-    """Call ``step()`` repeatedly for about ``seconds`` (after one warm-up call); returns
-    ``(calls, elapsed)``. ``sync`` waits for queued device work before the clock is read."""
-    step()
-    sync()
-    calls, start = 0, time.perf_counter()
-    while True:
-        step()
-        calls += 1
-        if calls >= min_calls and calls % 8 == 0:
-            sync()
-            if time.perf_counter() - start >= seconds:
-                break
-    sync()
-    return calls, time.perf_counter() - start
+KINDS = {"env": env, "train": train, "scale": scale, "gpu": gpu, "peers": peers, "learn": learn}
+"""``bench <kind>`` → the module that measures it."""
 
 
 def add_arguments(parser) -> None:
-    from . import env, gpu, learn, peers, scale, train
-
     kinds = parser.add_subparsers(dest="bench", required=True)
-    for module in (env, train, scale, gpu, peers, learn):
+    for module in KINDS.values():
         module.add_arguments(kinds)
 
 
 def run(args):
     """Yield the JSON records of the chosen benchmark."""
-    from . import env, gpu, learn, peers, scale, train
-
     torch.set_num_threads(getattr(args, "threads", 1) or 1)
-    module = {"env": env, "train": train, "scale": scale, "gpu": gpu, "peers": peers, "learn": learn}[args.bench]
-    yield from module.run(args)
+    yield from KINDS[args.bench].run(args)
 
-
-# The measuring functions the book calls (imported last: these modules import the helpers above).
-from .env import measure_env  # noqa: E402
-from .train import measure_loop  # noqa: E402
 
 __all__ = ["machine", "market_with_stocks", "measure_env", "measure_loop", "timed"]

@@ -1,10 +1,14 @@
 """Env throughput: env-steps per second of each env kind (random actions, auto-reset on)."""
 from __future__ import annotations
 
+import gymnasium
 import numpy as np
 import torch
 
-from . import machine, market_with_stocks, timed
+from ..data import load_market
+from ..envs import EnvConfig, GraphedEnvStep, StockTradingEnv, VecStockTradingEnv, VmapStockTradingEnv
+from ..provenance import machine
+from .common import market_with_stocks, sync_for, timed
 
 ENV_KINDS = ("single", "vec", "vmap", "subproc")
 
@@ -19,17 +23,10 @@ def add_arguments(kinds) -> None:
     parser.add_argument("--threads", type=int, default=1)
 
 
-def sync_for(device) -> callable:
-    device = torch.device(device)
-    return (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
-
-
 def measure_env(kind: str, market, num_envs: int, device="cpu", seconds: float = 3.0,
                 cuda_graph: bool = False) -> dict:
     """One throughput record for ``kind`` with ``num_envs`` sub-envs; ``cuda_graph`` replays the
     batched (``vec``) step from a captured CUDA graph (`finrl_tutorial.envs.graph`)."""
-    from ..envs import EnvConfig, StockTradingEnv, VecStockTradingEnv, VmapStockTradingEnv
-
     config = EnvConfig()
     stocks = market.num_stocks
     if kind == "single":
@@ -44,8 +41,6 @@ def measure_env(kind: str, market, num_envs: int, device="cpu", seconds: float =
         calls, elapsed = timed(step, seconds)
         num_envs = 1
     elif kind == "subproc":
-        import gymnasium
-
         env = gymnasium.vector.AsyncVectorEnv([lambda: StockTradingEnv(market, config, dtype=torch.float32)
                                                for _ in range(num_envs)], context="spawn")
         env.reset(seed=0)
@@ -60,7 +55,6 @@ def measure_env(kind: str, market, num_envs: int, device="cpu", seconds: float =
         env = cls(market, num_envs, config, device=device, seed=0, check_actions=False)  # as training steps it
         env.reset()
         if cuda_graph:
-            from ..envs.graph import GraphedEnvStep
             env_step = GraphedEnvStep(env).step
         else:
             env_step = env.step
@@ -78,8 +72,6 @@ def measure_env(kind: str, market, num_envs: int, device="cpu", seconds: float =
 
 
 def run(args):
-    from ..data import load_market
-
     market = market_with_stocks(load_market().train, args.stocks)
     for kind in args.env:
         for num_envs in args.num_envs:

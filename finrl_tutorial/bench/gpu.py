@@ -2,15 +2,19 @@
 and a check that graph replay gives the same results as eager execution."""
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict
-from pathlib import Path
 
 import torch
 
+from ..agents import ActorCritic, GraphedRollout, Rollout, make_config, policy_loss_for, update
+from ..atomic import write_json
+from ..data import load_market
+from ..envs import GraphedEnvStep, VecStockTradingEnv
 from ..errors import InputError
-from . import machine, timed
+from ..provenance import machine
+from .common import timed
+from .env import measure_env
 
 SWEEP = (1, 16, 256, 4096, 16384, 65536, 262144)
 
@@ -27,9 +31,6 @@ def add_arguments(kinds) -> None:
 
 def graph_matches_eager(market, device, num_envs: int = 1024, steps: int = 50) -> bool:
     """Same seed, same actions: eager steps and graph replays end in identical accounts."""
-    from ..envs import VecStockTradingEnv
-    from ..envs.graph import GraphedEnvStep
-
     eager = VecStockTradingEnv(market, num_envs, device=device, seed=3)
     graphed_env = VecStockTradingEnv(market, num_envs, device=device, seed=3)
     eager.reset(), graphed_env.reset()
@@ -48,12 +49,6 @@ def graph_matches_eager(market, device, num_envs: int = 1024, steps: int = 50) -
 def run(args):
     if not torch.cuda.is_available():
         raise InputError("bench gpu needs a CUDA GPU; use `bench env --device cpu` on this machine")
-    from ..agents import ActorCritic, Rollout, make_config, policy_loss_for, update
-    from ..data import load_market
-    from ..envs import VecStockTradingEnv
-    from ..envs.graph import GraphedRollout
-    from .env import measure_env
-
     device = torch.device(args.device)
     market = load_market().train.to(device, torch.float32)
     sync = lambda: torch.cuda.synchronize(device)  # noqa: E731
@@ -92,5 +87,4 @@ def run(args):
                         **machine()})
         yield records[-1]
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(records, indent=1))
+        write_json(records, args.out)

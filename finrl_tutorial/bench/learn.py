@@ -21,6 +21,7 @@ Writes ``learn.json`` (every case, every candidate, and the summary) and ``learn
 """
 from __future__ import annotations
 
+import json
 import math
 import statistics
 import time
@@ -28,14 +29,17 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import torch
+from matplotlib.figure import Figure
 
 from ..agents import make_config
+from ..atomic import save_figure, write_json
+from ..backtest.oracle import excess_return, oracle_record
 from ..backtest.runner import agent_policy, buy_and_hold_baseline, run_policy
-from ..data.synthetic import SIGNAL_FAMILIES, SyntheticSpec, excess_return, make_synthetic
+from ..data.synthetic import SIGNAL_FAMILIES, SyntheticSpec, make_synthetic
 from ..envs import EnvConfig
 from ..errors import InputError
+from ..provenance import machine
 from ..training.trainer import initial_agent, train
-from . import machine
 from .peers import PeerMissing, sb3_ppo_train
 
 DEFAULT_STRENGTHS = {"factor": 0.10, "cross_section": 0.10, "momentum": 0.17, "reversal": 0.18, "none": 0.0}
@@ -88,7 +92,7 @@ def run_case(family: str, ic: float, seed: int, algo: str, budgets: list[int], *
     synthetic = make_synthetic(SyntheticSpec(family=family, ic=ic, seed=seed, num_stocks=stocks, num_days=days))
     market, test = synthetic.market, synthetic.market.test
     baseline = buy_and_hold_baseline(test, env_config)
-    oracle = synthetic.oracle_record("test", env_config)
+    oracle = oracle_record(synthetic, "test", env_config)
     oracle_excess = excess_return(oracle, baseline)
 
     def test_result(policy) -> dict:
@@ -182,10 +186,6 @@ def plot_capture(rows: list[dict], path, select: str = "best"):
     """Pooled capture (mean excess / mean oracle excess over the markets) vs env steps, one line
     per family and learner, with the oracle (1) and buy-and-hold (0) marked; the control market,
     with no excess to capture, is left out."""
-    from matplotlib.figure import Figure
-
-    from ..backtest.plots import save_figure
-
     curves: dict[str, dict[int, float]] = {}
     for row in rows:
         if row["select"] != select or row["learner"] == "sb3_ppo" or row["capture_pooled"] is None:
@@ -235,8 +235,6 @@ def cases_of(args) -> list[tuple]:
 
 def write_report(cases: list[dict], out, runs: list[dict]) -> list[dict]:
     """``learn.json`` (cases, summary, the runs that made them) and ``learn.png`` under ``out``."""
-    from ..training.experiment import write_json
-
     rows = summarize(cases)
     out = Path(out)
     write_json({"machine": machine(), "runs": runs, "arguments": runs[-1]["arguments"], "summary": rows,
@@ -248,8 +246,6 @@ def write_report(cases: list[dict], out, runs: list[dict]) -> list[dict]:
 
 def merge(paths: list[str], out) -> list[dict]:
     """One report from several: the cases of every file, the summary recomputed over all of them."""
-    import json
-
     cases, runs = [], []
     for path in paths:
         try:

@@ -35,7 +35,6 @@ import contextlib
 import importlib
 import importlib.metadata
 import importlib.util
-import json
 import shlex
 import statistics
 import sys
@@ -47,12 +46,19 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 import torch
+from stockstats import StockDataFrame
 
+from ..agents import make_config
+from ..atomic import write_json_lines
+from ..data import load_market
 from ..data.clean import DEFAULT_INDICATORS, PreparedMarket
 from ..data.market import MarketData
-from ..envs import EnvConfig
-from ..errors import InputError
-from . import machine, market_with_stocks, timed
+from ..envs import EnvConfig, StockTradingEnv
+from ..errors import InputError, one_line
+from ..provenance import machine
+from .common import market_with_stocks, timed
+from .env import measure_env
+from .train import measure_loop
 
 MEASUREMENTS = ("finrl_env", "elegantrl_env", "our_env", "sb3_ppo_finrl_env", "sb3_ppo_our_env", "our_ppo")
 
@@ -104,10 +110,6 @@ def peer_versions() -> dict[str, str | None]:
     return versions
 
 
-def _one_line(error: BaseException) -> str:
-    return " ".join(f"{type(error).__name__}: {error}".split())
-
-
 def peer_installed(top: str) -> bool:
     """Whether the top-level package ``top`` can be found (without importing it)."""
     try:
@@ -125,7 +127,7 @@ def import_peer(module: str):
     try:
         return importlib.import_module(module)
     except Exception as error:  # a peer's import can fail in many ways (a missing dependency, an API change)
-        raise PeerMissing(f"{module} does not import: {_one_line(error)}") from None
+        raise PeerMissing(f"{module} does not import: {one_line(error)}") from None
 
 
 def finrl_env_class() -> tuple[type, str]:
@@ -154,7 +156,7 @@ def finrl_env_class() -> tuple[type, str]:
             module = importlib.util.module_from_spec(module_spec)
             module_spec.loader.exec_module(module)
         except Exception as error:
-            raise PeerMissing(f"{package_error}; nor does its module file alone: {_one_line(error)}") from None
+            raise PeerMissing(f"{package_error}; nor does its module file alone: {one_line(error)}") from None
         sys.modules[_FINRL_FILE_MODULE] = module
     return module.StockTradingEnv, how
 
@@ -188,8 +190,6 @@ def finrl_frame(market: MarketData, indicators=FINRL_INDICATORS) -> pd.DataFrame
     ``FeatureEngineer.add_technical_indicator`` computes them (raw values, not our scale-free ones),
     then filled forward and backward as its ``preprocess_data`` does (per stock here).
     """
-    from stockstats import StockDataFrame
-
     dates = pd.DatetimeIndex(market.dates)
     tickers = distinct_tickers(list(market.tickers))
     arrays = {name: getattr(market, name).double().cpu().numpy() for name in ("open", "high", "low", "close")}
@@ -250,8 +250,6 @@ def _sb3_ppo():
 
 
 def _our_single_env(market: MarketData, env_config: EnvConfig):
-    from ..envs import StockTradingEnv
-
     # float32 as in `bench env --env single` and in training (the batched env's default)
     return StockTradingEnv(market, env_config, dtype=torch.float32)
 
@@ -371,8 +369,6 @@ def _elegantrl_measurement(close, tech, num_envs, seconds) -> Measurement:
 
 
 def _our_env_measurement(kind, market, num_envs, seconds) -> Measurement:
-    from .env import measure_env
-
     label = "our_env_single" if kind == "single" else f"our_env_vec_{num_envs}"
     env = "finrl_tutorial.envs.StockTradingEnv" if kind == "single" else "finrl_tutorial.envs.VecStockTradingEnv"
     return Measurement("our_env", "finrl_tutorial", label, "env_steps_per_s",
@@ -381,9 +377,6 @@ def _our_env_measurement(kind, market, num_envs, seconds) -> Measurement:
 
 
 def _our_ppo_measurement(market, num_envs, iterations) -> Measurement:
-    from ..agents import make_config
-    from .train import measure_loop
-
     config = make_config("ppo", num_envs=num_envs, device="cpu")
     return Measurement("our_ppo", "finrl_tutorial", f"our_ppo_{num_envs}", "samples_per_s",
                        lambda: measure_loop(market, config, iterations=iterations)["samples_per_s"],
@@ -405,7 +398,7 @@ def build_measurements(args, market: MarketData):
         except PeerMissing as error:
             return name, str(error)
         except Exception as error:  # a peer that imports but fails on our bars: say so, measure the rest
-            return name, f"failed: {_one_line(error)}"
+            return name, f"failed: {one_line(error)}"
 
     if "finrl_env" in wanted:
         yield guarded("finrl_env", lambda: _finrl_env_measurement(frame, args.seconds))
@@ -490,9 +483,6 @@ def command_line(args) -> str:
 
 
 def run(args):
-    from ..atomic import atomic_open
-    from ..data import load_market
-
     for name in ("stocks", "repeats", "sb3_steps", "iterations", "threads"):
         if getattr(args, name) < 1:
             raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
@@ -522,5 +512,4 @@ def run(args):
                     "skipped": skipped, **common, **machine()})
     yield records[-1]
     if args.out:
-        with atomic_open(args.out) as stream:
-            stream.writelines(json.dumps(record) + "\n" for record in records)
+        write_json_lines(records, args.out)

@@ -37,13 +37,22 @@ import os
 import socket
 import statistics
 import time
-import types
 from pathlib import Path
 
 import torch
+import torch.multiprocessing as mp
 
+from ..agents import ActorCritic, make_config
+from ..atomic import write_json
+from ..data import load_market
+from ..data.clean import PreparedMarket
 from ..errors import InputError
-from . import machine, market_with_stocks
+from ..plots import plot_bars
+from ..provenance import machine
+from ..training.distributed import DistributedContext
+from ..training.trainer import train
+from ..training.workers import WorkerPool
+from .common import market_with_stocks
 from .env import measure_env
 from .train import measure_loop
 
@@ -96,19 +105,16 @@ def _free_port() -> int:
 
 def _loop_config(num_envs: int, device, iterations: int, processes: int = 1, seed: int = 0):
     """PPO's default config with ``num_envs`` envs per process, for ``iterations`` iterations."""
-    from ..agents import make_config
-
     config = make_config("ppo", num_envs=num_envs, device=str(device), seed=seed)
     config.total_steps = iterations * config.rollout_size * processes
     return config
 
 
-def _train_samples_per_s(market, config, **kwargs) -> float:
-    """samples/s of the trainer itself (no evaluation, no files), all ranks' env steps counted,
-    after its first iteration (which warms up allocators, like `measure_loop`'s warm-up)."""
-    from ..training.trainer import train
-
-    result = train(types.SimpleNamespace(train=market), config, eval_every=0, progress=False, **kwargs)
+def _train_samples_per_s(prepared: PreparedMarket, config, **kwargs) -> float:
+    """samples/s of the trainer itself on ``prepared.train`` (no evaluation, no files), all ranks'
+    env steps counted, after its first iteration (which warms up allocators, like `measure_loop`'s
+    warm-up)."""
+    result = train(prepared, config, eval_every=0, progress=False, **kwargs)
     log = result.log
     if len(log) < 2:
         return result.samples_per_s
@@ -119,8 +125,6 @@ def _train_samples_per_s(market, config, **kwargs) -> float:
 def _pool_env_steps_per_s(pool, config, rollouts: int) -> float:
     """env-steps/s of the worker pool's rollouts alone (weights out, all workers collect, blocks
     back), with a fresh policy, after one warm-up rollout."""
-    from ..agents import ActorCritic
-
     agent = ActorCritic.from_config(pool.observation_dim, pool.action_dim, config, pool.action_mode)
     pool.collect(agent)
     started = time.perf_counter()
@@ -129,22 +133,20 @@ def _pool_env_steps_per_s(pool, config, rollouts: int) -> float:
     return rollouts * config.rollout_size / (time.perf_counter() - started)
 
 
-def _ddp_rank(rank: int, world_size: int, port: int, market, num_envs: int, device: str, seconds: float,
-              iterations: int, barrier, results) -> None:
+def _ddp_rank(rank: int, world_size: int, port: int, prepared: PreparedMarket, num_envs: int, device: str,
+              seconds: float, iterations: int, barrier, results) -> None:
     """One process of the ddp layout: concurrent env-steps/s, then a DDP training run."""
     torch.set_num_threads(1)
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank),
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    from ..training.distributed import DistributedContext
-
     local = f"cuda:{rank}" if torch.device(device).type == "cuda" else "cpu"
     barrier.wait()
-    record = measure_env("vec", market, num_envs, local, seconds)
+    record = measure_env("vec", prepared.train, num_envs, local, seconds)
     results.put(("env", rank, record["env_steps_per_s"]))
     context = DistributedContext.from_env(device=device, timeout_s=300)
     try:
         config = _loop_config(num_envs, local, iterations + 1, world_size)
-        samples = _train_samples_per_s(market, config, distributed=context)
+        samples = _train_samples_per_s(prepared, config, distributed=context)
     finally:
         context.close()
     results.put(("loop", rank, samples))
@@ -152,8 +154,6 @@ def _ddp_rank(rank: int, world_size: int, port: int, market, num_envs: int, devi
 
 def _run_ranks(world_size: int, *args, timeout_s: float = 900.0) -> list[tuple]:
     """Start ``world_size`` spawned `_ddp_rank` processes; their results, or an error naming a dead one."""
-    import torch.multiprocessing as mp
-
     context = mp.get_context("spawn")
     barrier, results = context.Barrier(world_size), context.Queue()
     port = _free_port()
@@ -183,8 +183,9 @@ def _run_ranks(world_size: int, *args, timeout_s: float = 900.0) -> list[tuple]:
     return answers
 
 
-def measure_layouts(args, market):
-    """Yield one record per measurement of the chosen layouts."""
+def measure_layouts(args, prepared: PreparedMarket):
+    """Yield one record per measurement of the chosen layouts, on ``prepared.train``."""
+    market = prepared.train
     device, stocks = torch.device(args.device), market.num_stocks
     sweep = args.num_envs or default_sweep(args.max_num_envs)
     layouts = args.layouts
@@ -206,9 +207,9 @@ def measure_layouts(args, market):
                            "rollout_env_steps_per_s": loop["rollout_env_steps_per_s"]}
             yield _record(layout, 1, num_envs, stocks, device, **values)
     if "ddp" in layouts:
-        yield from _repeated("ddp", args, lambda processes: _ddp_once(args, market, processes), stocks, device)
+        yield from _repeated("ddp", args, lambda processes: _ddp_once(args, prepared, processes), stocks, device)
     if "workers" in layouts:
-        yield from _repeated("workers", args, lambda processes: _workers_once(args, market, processes),
+        yield from _repeated("workers", args, lambda processes: _workers_once(args, prepared, processes),
                              stocks, device)
 
 
@@ -228,20 +229,18 @@ def _repeated(layout: str, args, measure, stocks: int, device):
                       repeats=len(measured), runs=[{k: v for k, v in run.items() if k in rates} for run in measured])
 
 
-def _ddp_once(args, market, processes: int) -> dict:
-    answers = _run_ranks(processes, market, args.layout_envs, args.device, args.seconds, args.loop_iterations)
+def _ddp_once(args, prepared: PreparedMarket, processes: int) -> dict:
+    answers = _run_ranks(processes, prepared, args.layout_envs, args.device, args.seconds, args.loop_iterations)
     return {"num_envs": processes * args.layout_envs, "envs_per_process": args.layout_envs,
             "env_steps_per_s": sum(value for kind, _, value in answers if kind == "env"),
             "samples_per_s": next(value for kind, rank, value in answers if kind == "loop" and rank == 0)}
 
 
-def _workers_once(args, market, processes: int) -> dict:
-    from ..training.workers import WorkerPool
-
+def _workers_once(args, prepared: PreparedMarket, processes: int) -> dict:
     # like the ddp layout: every process its own batched env of --layout-envs sub-envs
     config = _loop_config(args.layout_envs * processes, torch.device(args.device), args.loop_iterations + 1)
-    with WorkerPool(market, config, num_workers=processes, seed=config.seed) as pool:
-        samples = _train_samples_per_s(market, config, worker_pool=pool)
+    with WorkerPool(prepared.train, config, num_workers=processes, seed=config.seed) as pool:
+        samples = _train_samples_per_s(prepared, config, worker_pool=pool)
         collected = _pool_env_steps_per_s(pool, config, args.loop_iterations)
     return {"num_envs": config.num_envs, "envs_per_process": args.layout_envs, "learner_threads": pool.learner_threads,
             "samples_per_s": samples, "rollout_env_steps_per_s": collected}
@@ -260,9 +259,6 @@ def _label(record: dict) -> str:
 
 def write_outputs(records: list[dict], out: str | Path) -> Path:
     """``scale.json`` and the two bar charts under ``out``."""
-    from ..backtest.plots import plot_bars
-    from ..training.experiment import write_json
-
     out = Path(out)
     write_json({"records": records}, out / "scale.json")
     for key, name, label in (("env_steps_per_s", "env_steps.png", "env steps / s"),
@@ -274,15 +270,13 @@ def write_outputs(records: list[dict], out: str | Path) -> Path:
 
 
 def run(args):
-    from ..data import load_market
-
     if any(p < 1 for p in args.processes):
         raise InputError(f"--processes must be >= 1, got {args.processes}")
     if args.repeats < 1:
         raise InputError(f"--repeats must be >= 1, got {args.repeats}")
-    market = market_with_stocks(load_market().train, args.stocks)
+    prepared = market_with_stocks(load_market(), args.stocks)
     records = []
-    for record in measure_layouts(args, market):
+    for record in measure_layouts(args, prepared):
         records.append(record)
         yield record
     write_outputs(records, args.out)

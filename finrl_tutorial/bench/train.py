@@ -5,8 +5,11 @@ import time
 
 import torch
 
-from . import machine, market_with_stocks
-from .env import sync_for
+from ..agents import ActorCritic, Rollout, collect_rollout, make_config, make_optimizer, policy_loss_for, update
+from ..data import load_market
+from ..envs import VecStockTradingEnv
+from ..provenance import machine
+from .common import market_with_stocks, sync_for
 
 
 def add_arguments(kinds) -> None:
@@ -22,9 +25,6 @@ def add_arguments(kinds) -> None:
 
 def measure_loop(market, config, env_config=None, iterations: int = 5) -> dict:
     """Time ``iterations`` training iterations (one warm-up first): rollout and update apart."""
-    from ..agents import ActorCritic, Rollout, collect_rollout, make_optimizer, policy_loss_for, update
-    from ..envs import VecStockTradingEnv
-
     torch.manual_seed(config.seed)
     env = VecStockTradingEnv(market, config.num_envs, env_config, device=config.device, seed=config.seed,
                              check_actions=False)  # as the trainer runs it
@@ -55,9 +55,6 @@ def measure_loop(market, config, env_config=None, iterations: int = 5) -> dict:
 
 
 def run(args):
-    from ..agents import make_config
-    from ..data import load_market
-
     market = market_with_stocks(load_market().train, args.stocks)
     for num_envs in args.num_envs:
         extra = {"horizon_len": args.horizon_len} if args.horizon_len else {}

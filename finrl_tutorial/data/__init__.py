@@ -5,12 +5,13 @@ import os
 
 import pandas as pd
 
+from . import sources
 from .clean import (DEFAULT_INDICATORS, SSE15_SPLITS, PreparedMarket, check_split_lengths, fraction_splits,
                     prepare_market, prepare_validated)
 from .market import MarketData
 from .sample import SAMPLES, load_sample, sample_licence
 from .schema import DataError, canonical_ticker, parse_date, validate_bars
-from .synthetic import SIGNAL_FAMILIES, SyntheticMarket, SyntheticSpec, make_synthetic, oracle_capture
+from .synthetic import SIGNAL_FAMILIES, SyntheticMarket, SyntheticSpec, make_synthetic
 
 SOURCES = ("sample", "tushare", "akshare", "baostock")
 
@@ -29,8 +30,6 @@ def load_market(source="sample", *, tickers=None, start=None, end=None, splits=N
     60/20/20 % of the calendar. ``date_format`` reads an ambiguous date column (``'%d/%m/%Y'``);
     ``feature_stats`` normalises with given statistics instead of fitting them (see `prepare_market`).
     """
-    from . import sources
-
     first = parse_date(start, "start") if start is not None else None
     last = parse_date(end, "end") if end is not None else None
     if first is not None and last is not None and first > last:
@@ -94,4 +93,4 @@ def load_market(source="sample", *, tickers=None, start=None, end=None, splits=N
 
 __all__ = ["DEFAULT_INDICATORS", "SAMPLES", "SIGNAL_FAMILIES", "SOURCES", "SSE15_SPLITS", "DataError", "MarketData",
            "PreparedMarket", "SyntheticMarket", "SyntheticSpec", "check_split_lengths", "fraction_splits", "load_market",
-           "load_sample", "make_synthetic", "oracle_capture", "prepare_market", "sample_licence", "validate_bars"]
+           "load_sample", "make_synthetic", "prepare_market", "sample_licence", "validate_bars"]

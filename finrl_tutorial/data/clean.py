@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import torch
+from stockstats import StockDataFrame
 
 from .. import rules
 from .market import MarketData
@@ -74,6 +75,17 @@ class PreparedMarket:
             "splits": {name: {"start": a, "end": b, "days": self.splits[name].num_days}
                        for name, (a, b) in self.split_dates.items()},
         }
+
+    def select_stocks(self, columns) -> "PreparedMarket":
+        """Only the stocks at positions ``columns`` in every split (see `MarketData.select_stocks`;
+        a position may repeat, which widens the market for speed tests); the bars keep the rows of
+        the chosen tickers."""
+        columns = list(columns)
+        full = self.full.select_stocks(columns)
+        return PreparedMarket(full=full, splits={name: market.select_stocks(columns)
+                                                 for name, market in self.splits.items()},
+                              bars=self.bars[self.bars["tic"].isin(full.tickers)], benchmark=self.benchmark,
+                              split_dates=dict(self.split_dates))
 
 
 
@@ -250,8 +262,6 @@ def _indicators(group: pd.DataFrame, indicators) -> pd.DataFrame:
     Price-like indicators become ratios to the close (``boll_ub / close - 1``, ``macd / close``)
     so an ex-rights day or a high-priced stock does not change their scale.
     """
-    from stockstats import StockDataFrame
-
     frame = pd.DataFrame({
         "date": group["date"].to_numpy(), "open": group["adj_open"].to_numpy(), "high": group["adj_high"].to_numpy(),
         "low": group["adj_low"].to_numpy(), "close": group["adj_close"].to_numpy(),

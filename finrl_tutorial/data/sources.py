@@ -37,7 +37,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 import pandas as pd
 
-from ..atomic import atomic_open
+from ..atomic import write_csv
+from ..errors import one_line
 from .schema import DataError, canonical_ticker, exchange_of, validate_bars
 
 __all__ = [
@@ -144,18 +145,10 @@ def _require(module: str) -> Any:
         return importlib.import_module(module)
     except ImportError as exc:
         if exc.name not in (None, module):
-            problem = f"{module} is installed but cannot be imported: {_one_line(exc)}"
+            problem = f"{module} is installed but cannot be imported: {one_line(exc, limit=300)}"
         else:
             problem = f"{module} is not installed: pip install {module}"
     raise DataError(problem)
-
-
-def _one_line(exc: BaseException, secret: str | None = None, limit: int = 300) -> str:
-    """An exception as one short line, with ``secret`` (the token) blanked out."""
-    text = " ".join(f"{type(exc).__name__}: {exc}".split())
-    if secret:
-        text = text.replace(secret, "***")
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _call(source: str, endpoint: str, label: str, method: Callable[..., Any],
@@ -168,7 +161,7 @@ def _call(source: str, endpoint: str, label: str, method: Callable[..., Any],
     try:
         return method(**params)
     except Exception as exc:  # providers raise anything: permissions, HTTP, KeyError on bad codes
-        problem = _one_line(exc, secret)
+        problem = one_line(exc, secret, limit=300)
     raise DataError(f"{source} {endpoint} failed for {label}: {problem}")
 
 
@@ -284,12 +277,6 @@ class _Throttle:
         self._last = _clock()
 
 
-def _write_atomic(path: Path, frame: pd.DataFrame) -> None:
-    """Write a CSV via a temporary file and os.replace, so a crash never leaves half a file."""
-    with atomic_open(path, "w", encoding="utf-8", newline="") as stream:
-        frame.to_csv(stream, index=False)
-
-
 class _TushareCalls:
     """Every tushare request goes through here: disk cache, rate limit, error wrapping.
 
@@ -318,7 +305,7 @@ class _TushareCalls:
         self.throttle.wait()
         raw = _call("tushare", endpoint, label, getattr(self.client, endpoint), self.token, **params)
         if path is not None and isinstance(raw, pd.DataFrame) and len(raw):
-            _write_atomic(path, raw)  # empty answers are not cached: a rerun retries them
+            write_csv(raw, path)  # empty answers are not cached: a rerun retries them
         return raw
 
 
@@ -632,7 +619,7 @@ def read_csv_bars(path: str | os.PathLike) -> pd.DataFrame:
     try:  # keep codes like 000001 intact, whatever the case of the header
         frame = pd.read_csv(path, dtype={"tic": str, "TIC": str, "Tic": str})
     except Exception as exc:
-        problem = _one_line(exc)
+        problem = one_line(exc, limit=300)
     else:
         header = str(frame.columns[0]) if len(frame.columns) == 1 else ""
         for separator in (";", "\t", "|"):

@@ -3,7 +3,8 @@
 Why: on real data nothing separates "there is no edge here" from "the learner cannot find an
 edge". Here the edge is planted, so a learner can be measured against it: the fraction of the
 oracle's excess return over equal-weight buy-and-hold that an agent captures out of sample
-(:func:`oracle_capture`).
+(`finrl_tutorial.backtest.oracle`, which runs the oracle through the env: the backtest sits above
+the data).
 
 The return model
 ----------------
@@ -81,18 +82,13 @@ policy can beat it. On ``none`` with zero drift it holds the equal-weight market
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, fields
 
 import numpy as np
 import pandas as pd
 import torch
 
 from .clean import PreparedMarket, fraction_splits, prepare_market
-
-if TYPE_CHECKING:  # imported lazily at run time: backtest imports data
-    from ..backtest.runner import EpisodeRecord
-    from ..envs import EnvConfig
 
 SIGNAL_FAMILIES = ("factor", "momentum", "reversal", "cross_section", "none")
 """The kinds of planted edge (see the module docstring)."""
@@ -258,15 +254,6 @@ class SyntheticMarket:
         """A fresh oracle `Policy` for ``market.splits[split]`` (run it with ``action_mode="weights"``)."""
         return OraclePolicy(self.oracle_weights(split))
 
-    def oracle_record(self, split: str = "test", env_config: "EnvConfig | None" = None, **kwargs) -> "EpisodeRecord":
-        """The oracle through the real env on ``split`` with full costs (``action_mode`` forced to
-        ``weights``; everything else from ``env_config``). ``kwargs`` go to ``run_policy``."""
-        from ..backtest.runner import run_policy
-        from ..envs import EnvConfig
-
-        config = replace(env_config or EnvConfig(), action_mode="weights")
-        return run_policy(self.oracle(split), self.market.splits[split], config, **kwargs)
-
     def realised_ic(self) -> float:
         """The measured IC over the whole market: pooled correlation between the family's observed
         predictor at close t (signal, demeaned signal, ±return_1d) and the close-to-close r_{t+1}."""
@@ -388,30 +375,5 @@ def make_synthetic(spec: SyntheticSpec | None = None) -> SyntheticMarket:
     return SyntheticMarket(spec=spec, bars=bars, market=prepared, expected_return=expected_return)
 
 
-def _cumulative_return(record) -> float:
-    wealth = record.wealth
-    return float(wealth.iloc[-1] / wealth.iloc[0] - 1.0)
-
-
-def excess_return(record: "EpisodeRecord", baseline_record: "EpisodeRecord") -> float:
-    """``R_record - R_baseline``: the difference of the two cumulative returns over the split."""
-    return _cumulative_return(record) - _cumulative_return(baseline_record)
-
-
-def oracle_capture(agent_record: "EpisodeRecord", oracle_record: "EpisodeRecord",
-                   baseline_record: "EpisodeRecord") -> float:
-    """Fraction of the oracle's excess return the agent captures: ``(R_agent - R_bh) / (R_oracle - R_bh)``.
-
-    ``R`` is each record's cumulative return over the split; the baseline is normally
-    ``buy_and_hold_baseline`` on the same split. 1 = as good as the oracle, 0 = no better than
-    buy-and-hold, negative = worse. ``nan`` when the oracle does not beat the baseline (there is
-    no excess to capture, e.g. on the ``none`` market), rather than a meaningless ratio.
-    """
-    excess = excess_return(oracle_record, baseline_record)
-    if not excess > 0:
-        return float("nan")
-    return excess_return(agent_record, baseline_record) / excess
-
-
 __all__ = ["MAX_MOVE", "MIN_DAYS", "SIGNAL_FAMILIES", "START_DATE", "OraclePolicy", "SyntheticMarket",
-           "SyntheticSpec", "excess_return", "make_synthetic", "oracle_capture"]
+           "SyntheticSpec", "make_synthetic"]

@@ -13,6 +13,7 @@ cash and multiplied by ``reward_scale``.
 """
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -273,6 +274,31 @@ def start_day_range(num_days: int) -> tuple[int, int]:
     """Days ``[lo, hi)`` on which an episode may start in a market of ``num_days`` days
     (the last day has no next day to trade into)."""
     return 0, num_days - 1
+
+
+def _window_key(index: int) -> int:
+    return zlib.crc32(f"start-window-{index}".encode())
+
+
+def shard_start_windows(num_days: int, num_shards: int,
+                        window: tuple[int, int] | None = None) -> list[tuple[int, int]]:
+    """The start-day window ``(lo, hi)`` of each shard (worker or rank) ``0 … num_shards-1``.
+
+    The start days ``window`` (default: every start day of a ``num_days``-day market) are cut
+    into ``num_shards`` contiguous windows of (almost) equal length, disjoint and together
+    covering ``window``. Shard ``k`` gets the window whose index ranks ``k``-th by
+    ``zlib.crc32`` — a fixed, platform-independent permutation, unlike ``hash()``.
+    """
+    lo, hi = window if window is not None else start_day_range(num_days)
+    if num_shards < 1:
+        raise InputError(f"num_shards must be >= 1, got {num_shards}")
+    if hi - lo < num_shards:
+        raise InputError(f"{hi - lo} episode start days cannot be split into {num_shards} disjoint windows: "
+                         "use fewer workers/ranks or more training days")
+    bounds = [lo + (hi - lo) * k // num_shards for k in range(num_shards + 1)]
+    windows = [(bounds[k], bounds[k + 1]) for k in range(num_shards)]
+    order = sorted(range(num_shards), key=lambda k: (_window_key(k), k))
+    return [windows[k] for k in order]
 
 
 def draw_start_days(uniform: torch.Tensor, num_days: int, config: EnvConfig,

@@ -1,9 +1,15 @@
-"""Training: the loop, checkpoints, and the scale-out paths (workers, learners)."""
-from .checkpoint import agent_from_checkpoint, atomic_save, load_checkpoint
-from .trainer import LOG_COLUMNS, TrainingError, TrainResult, evaluate, initial_agent, train
+"""Training: the loop, checkpoints, and the scale-out paths (workers, learners).
+
+``TrainingError`` (`finrl_tutorial.errors`), ``atomic_save`` (`finrl_tutorial.atomic`) and
+``shard_start_windows`` (`finrl_tutorial.envs`) are re-exported here, where a training script looks."""
+from ..atomic import atomic_save
+from ..envs import shard_start_windows
+from ..errors import TrainingError
+from .checkpoint import agent_from_checkpoint, load_checkpoint
+from .trainer import LOG_COLUMNS, TrainResult, evaluate, initial_agent, train
 from .distributed import DataParallelContext, DistributedContext
 from .experiment import results_table, run_experiment
-from .workers import WorkerPool, shard_start_windows
+from .workers import WorkerPool
 
 __all__ = ["LOG_COLUMNS", "DataParallelContext", "DistributedContext", "TrainResult", "TrainingError", "WorkerPool",
            "agent_from_checkpoint", "atomic_save", "evaluate", "initial_agent", "load_checkpoint", "results_table",

@@ -1,4 +1,5 @@
-"""Checkpoints: written atomically, loadable with ``torch.load(weights_only=True)``."""
+"""Checkpoints: written atomically (`finrl_tutorial.atomic.atomic_save`), loadable with
+``torch.load(weights_only=True)``."""
 from __future__ import annotations
 
 import os
@@ -9,18 +10,9 @@ from pathlib import Path
 import torch
 
 from ..agents import ActorCritic, PPOConfig, make_config
-from ..atomic import atomic_open
 from ..envs import EnvConfig
 from ..errors import InputError
 from ..rules import FeeSchedule
-
-
-def atomic_save(obj, path: str | os.PathLike) -> Path:
-    """``torch.save`` to a temp file in the same folder, then rename over ``path``: a crash never
-    leaves a half-written checkpoint, and the previous one stays until the new one is complete."""
-    with atomic_open(path, "wb") as stream:
-        torch.save(obj, stream)
-    return Path(path)
 
 
 def config_to_dict(config) -> dict:

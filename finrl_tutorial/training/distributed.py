@@ -46,7 +46,9 @@ import datetime
 import os
 
 import torch
+import torch.distributed as dist
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
 from ..errors import InputError
 
@@ -100,8 +102,6 @@ class DistributedContext:
         ``device``: ``None`` or ``cpu`` → gloo on the CPU; ``cuda`` (any index) → NCCL with this
         rank on ``cuda:LOCAL_RANK``. ``timeout_s`` bounds the rendezvous and every collective.
         """
-        import torch.distributed as dist
-
         missing = [name for name in _TORCHRUN_VARIABLES if name not in os.environ]
         if missing:
             raise InputError(f"--ddp needs the environment torchrun sets ({', '.join(missing)} missing): launch "
@@ -128,33 +128,18 @@ class DistributedContext:
             dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
         return cls(rank, world_size, local_rank, wanted)
 
-    @property
-    def is_main(self) -> bool:
-        return self.rank == 0
-
     def wrap(self, agent: nn.Module) -> nn.Module:
         """``DistributedDataParallel(agent)``: gradients averaged over ranks in ``backward()``."""
-        from torch.nn.parallel import DistributedDataParallel
-
         device_ids = [self.device.index] if self.device.type == "cuda" else None
         return DistributedDataParallel(agent, device_ids=device_ids)
 
     def all_reduce_mean(self, x):
         """The mean of ``x`` (a tensor or number) over all ranks, as a tensor on this rank's device."""
-        import torch.distributed as dist
-
         tensor = torch.as_tensor(x, device=self.device).detach().clone().float()
         dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
         return tensor / self.world_size
 
-    def barrier(self) -> None:
-        import torch.distributed as dist
-
-        dist.barrier()
-
     def close(self) -> None:
         """Leave the process group (idempotent)."""
-        import torch.distributed as dist
-
         if dist.is_available() and dist.is_initialized():
             dist.destroy_process_group()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import statistics
 from dataclasses import replace
 from pathlib import Path
@@ -12,23 +11,17 @@ from pathlib import Path
 import pandas as pd
 
 from ..agents import PPOConfig
-from ..atomic import atomic_open
-from ..backtest.metrics import sharpe_difference_ci
+from ..atomic import copy_file, write_json
 from ..backtest.runner import TABLE_COLUMNS, agent_policy, backtest
-from ..bench import machine
-from ..data.clean import PreparedMarket
+from ..data.clean import PreparedMarket, check_split_lengths
 from ..envs import EnvConfig
-from ..data.clean import check_split_lengths
 from ..errors import RunFolderError, check_int, require_device
+from ..metrics import sharpe_difference_ci
+from ..plots import plot_band, plot_equity, plot_weights
+from ..provenance import machine
 from . import runs
 from .checkpoint import config_to_dict
 from .trainer import _same_settings, check_memory, initial_agent, train
-
-
-def write_json(obj, path: Path) -> None:
-    """Write JSON atomically (temp file + rename); NaN/inf are refused, not written."""
-    with atomic_open(path) as stream:
-        json.dump(obj, stream, indent=2, allow_nan=False)
 
 
 def _mean_std(per_seed: list[dict]) -> tuple[dict, dict]:
@@ -83,8 +76,6 @@ def _settings(market, config, env_config, seed_list, eval_every) -> dict:
 
 def _run_experiment(market, config, env_config, out_dir: Path, seeds, eval_every, progress, worker_pool_factory,
                     distributed, resume) -> dict:
-    from ..backtest.plots import plot_band, plot_equity, plot_weights
-
     env_config = env_config or EnvConfig()
     is_main = distributed is None or distributed.rank == 0
     seed_list = [config.seed + k for k in range(seeds)]
@@ -136,8 +127,7 @@ def _run_experiment(market, config, env_config, out_dir: Path, seeds, eval_every
     if seeds > 1:
         source = out_dir / f"seed_{seed_list[best]}" / "checkpoints" / "best.pt"
         if source.exists():
-            (out_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, out_dir / "checkpoints" / "best.pt")
+            copy_file(source, out_dir / "checkpoints" / "best.pt")
         curves = {"valid Sharpe": pd.DataFrame({s: r.log.set_index("env_steps")["valid/sharpe_ratio"].dropna()
                                                 for s, r in zip(seed_list, results)})}
         plot_band(curves, x="env_steps", path=out_dir / "learning_curve.png", ylabel="validation Sharpe")

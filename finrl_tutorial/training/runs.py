@@ -17,6 +17,12 @@ from pathlib import Path
 
 from ..errors import RunFolderError
 
+try:  # the OS lock: flock on POSIX, msvcrt's byte-range lock on Windows (one of the two exists)
+    import fcntl
+except ImportError:
+    fcntl = None
+    import msvcrt
+
 LOCK_NAME = ".lock"
 RUN_FILES = frozenset({"report.json", "config.json", "log.csv", "learning_curve.png", "equity.png", "weights.png",
                        "best.pt", "last.pt", "backtest.json", LOCK_NAME})
@@ -83,13 +89,10 @@ class RunLock:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as error:
             raise RunFolderError(f"cannot write to run folder {self.folder}: {error.strerror or error}") from None
-        try:
-            import fcntl
-        except ImportError:  # Windows: msvcrt locks a byte range of the open file the same way
-            import msvcrt
-            lock = lambda: msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # noqa: E731
-        else:
+        if fcntl is not None:
             lock = lambda: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # noqa: E731
+        else:  # Windows: msvcrt locks a byte range of the open file the same way
+            lock = lambda: msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # noqa: E731
         try:
             lock()
             # the file may have been removed by its last holder between our open and lock

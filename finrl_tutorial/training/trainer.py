@@ -21,13 +21,15 @@ import torch
 from tqdm import tqdm  # the plain bar: tqdm.auto needs ipywidgets in notebooks
 
 from ..agents import ActorCritic, PPOConfig, Rollout, collect_rollout, make_optimizer, policy_loss_for, update
+from ..atomic import append_open, atomic_open, atomic_save
 from ..backtest.runner import agent_policy, run_policy
 from ..data.clean import PreparedMarket
 from ..data.market import MarketData
-from ..envs import Account, EnvConfig, VecStockTradingEnv, observation_size
-from ..errors import InputError, RunFolderError, check_int, require_device
+from ..envs import Account, EnvConfig, VecStockTradingEnv, observation_size, shard_start_windows
+from ..errors import InputError, RunFolderError, TrainingError, check_int, require_device
+from ..plots import plot_learning_curve
 from . import runs
-from .checkpoint import atomic_save, config_to_dict, load_checkpoint, load_weights
+from .checkpoint import config_to_dict, load_checkpoint, load_weights
 
 LOG_COLUMNS = (
     "iteration", "env_steps", "wall_seconds", "samples_per_s", "learning_rate",
@@ -36,10 +38,6 @@ LOG_COLUMNS = (
     "valid/sharpe_ratio", "valid/cumulative_return", "valid/max_drawdown",
 )
 """Columns of ``log.csv``, in order; a value not measured in an iteration is empty (NaN)."""
-
-
-class TrainingError(RuntimeError):
-    """Training cannot go on (e.g. a non-finite loss); the message says what was kept."""
 
 
 @dataclass
@@ -77,7 +75,7 @@ class CsvLog:
         if keep_below_iteration is not None and path.exists():  # resume: keep the curve so far
             old = pd.read_csv(path)
             self.rows = old[old["iteration"] < keep_below_iteration].to_dict("records")
-        with open(path, "w", newline="") as stream:
+        with atomic_open(path, newline="") as stream:
             writer = csv.DictWriter(stream, LOG_COLUMNS)
             writer.writeheader()
             writer.writerows(self.rows)
@@ -86,7 +84,7 @@ class CsvLog:
         row = {key: row.get(key, math.nan) for key in LOG_COLUMNS}
         self.rows.append(row)
         if self.path is not None:
-            with open(self.path, "a", newline="") as stream:
+            with append_open(self.path, newline="") as stream:
                 csv.DictWriter(stream, LOG_COLUMNS).writerow(row)
 
     def frame(self) -> pd.DataFrame:
@@ -108,7 +106,7 @@ def _available_bytes(device: torch.device) -> int | None:
     if device.type == "cuda":
         return int(torch.cuda.mem_get_info(device)[0])
     try:
-        import psutil
+        import psutil  # optional, not a dependency of the package (else: sysconf below)
         return int(psutil.virtual_memory().available)
     except ImportError:
         try:
@@ -191,7 +189,6 @@ def _train(market, config: PPOConfig, env_config: EnvConfig | None, *, out_dir, 
     else:
         start_window = None
         if world_size > 1:  # each rank its own disjoint window of episode start days
-            from .workers import shard_start_windows
             start_window = shard_start_windows(market.train.num_days, world_size)[rank]
         # actions come from the agent: a NaN there is a NaN in its weights, which `update` reports
         env = VecStockTradingEnv(market.train, config.num_envs, env_config, device=device, seed=seed,
@@ -307,7 +304,6 @@ def _train(market, config: PPOConfig, env_config: EnvConfig | None, *, out_dir, 
     if best_weights is not None:
         agent.load_state_dict(best_weights)
     if run_dir is not None and frame["valid/sharpe_ratio"].notna().any():
-        from ..backtest.plots import plot_learning_curve
         plot_learning_curve(frame, x="env_steps", y=("train/final_wealth", "valid/sharpe_ratio", "loss/entropy"),
                             path=run_dir / "learning_curve.png")
     agent.eval()

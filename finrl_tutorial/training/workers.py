@@ -51,41 +51,15 @@ import torch.multiprocessing as mp
 
 from ..agents import ActorCritic, PPOConfig, Rollout, collect_rollout
 from ..data.market import MarketData
-from ..envs import EnvConfig, VecStockTradingEnv
-from ..envs.core import observation_size, start_day_range
-from ..errors import InputError
-from .trainer import TrainingError
+from ..envs import EnvConfig, VecStockTradingEnv, shard_start_windows
+from ..envs.core import observation_size
+from ..errors import InputError, TrainingError
 
 _ROLLOUT_FIELDS = tuple(f.name for f in dataclasses.fields(Rollout) if f.name != "stats")  # the tensors
 
 
 class WorkerError(TrainingError):
     """A rollout worker died, raised, or stopped answering; the message names it and why."""
-
-
-def _window_key(index: int) -> int:
-    return zlib.crc32(f"start-window-{index}".encode())
-
-
-def shard_start_windows(num_days: int, num_shards: int,
-                        window: tuple[int, int] | None = None) -> list[tuple[int, int]]:
-    """The start-day window ``(lo, hi)`` of each shard (worker or rank) ``0 … num_shards-1``.
-
-    The start days ``window`` (default: every start day of a ``num_days``-day market) are cut
-    into ``num_shards`` contiguous windows of (almost) equal length, disjoint and together
-    covering ``window``. Shard ``k`` gets the window whose index ranks ``k``-th by
-    ``zlib.crc32`` — a fixed, platform-independent permutation, unlike ``hash()``.
-    """
-    lo, hi = window if window is not None else start_day_range(num_days)
-    if num_shards < 1:
-        raise InputError(f"num_shards must be >= 1, got {num_shards}")
-    if hi - lo < num_shards:
-        raise InputError(f"{hi - lo} episode start days cannot be split into {num_shards} disjoint windows: "
-                         "use fewer workers/ranks or more training days")
-    bounds = [lo + (hi - lo) * k // num_shards for k in range(num_shards + 1)]
-    windows = [(bounds[k], bounds[k + 1]) for k in range(num_shards)]
-    order = sorted(range(num_shards), key=lambda k: (_window_key(k), k))
-    return [windows[k] for k in order]
 
 
 def split_envs(num_envs: int, num_workers: int) -> list[int]:

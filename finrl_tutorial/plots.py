@@ -1,4 +1,5 @@
-"""Figures for backtests and training runs.
+"""Figures: equity curves and portfolio weights (backtests), learning curves (training), bars
+(benchmarks).
 
 Every function builds a :class:`matplotlib.figure.Figure` directly (not through
 ``pyplot``), so it works under any backend, including headless ``Agg`` in CI, and does
@@ -13,30 +14,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
-import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..atomic import atomic_open
+from .atomic import save_figure
 from .metrics import _validate_wealth, drawdown_series
 
 __all__ = ["plot_equity", "plot_learning_curve", "plot_band", "plot_bars", "plot_weights", "save_figure"]
-
-
-def save_figure(fig: Figure, path: str | os.PathLike) -> Path:
-    """Write ``fig`` to ``path`` atomically (``dpi=120, bbox_inches='tight'``).
-
-    The image format follows the file extension (default ``savefig.format``, i.e. PNG,
-    when there is none). Missing parent directories are created. Returns the path.
-    """
-    path = Path(path)
-    fmt = path.suffix.lstrip(".").lower() or mpl.rcParams["savefig.format"]
-    with atomic_open(path, "wb") as stream:
-        fig.savefig(stream, dpi=120, bbox_inches="tight", format=fmt)
-    return path
 
 
 def _finish(fig: Figure, path: str | os.PathLike | None) -> Figure:
@@ -86,10 +72,13 @@ def plot_equity(
 def plot_learning_curve(
     log: pd.DataFrame,
     x: str | None = "env_steps",
-    y: str | Iterable[str] = ("train/episode_return", "valid/sharpe"),
+    y: str | Iterable[str] = ("train/final_wealth", "valid/sharpe_ratio", "loss/entropy"),
     path: str | os.PathLike | None = None,
 ) -> Figure:
     """One stacked subplot per ``y`` column of a training log, against column ``x``.
+
+    The defaults are columns of the trainer's ``log.csv`` (`finrl_tutorial.training.LOG_COLUMNS`):
+    mean final wealth of the training episodes, validation Sharpe, policy entropy.
 
     Columns of ``y`` missing from ``log`` are skipped; within each column, rows where
     ``x`` or that column is NaN are dropped (train and validation metrics are usually
