@@ -1,8 +1,10 @@
 """Learners on several devices or processes: ``DataParallel`` (one process) and DDP (torchrun).
 
-Two contexts plug into `finrl_tutorial.training.trainer.train` through its ``distributed``
-argument. Both have ``rank``, ``world_size``, ``device``, ``wrap(agent)`` (the module the
-update runs through), ``all_reduce_mean(x)`` and ``close()``.
+Two contexts plug into `finrl_tutorial.training.train` (and `finrl_tutorial.agents.learn`)
+through its ``distributed`` argument, in place of the default one-process
+`finrl_tutorial.agents.SingleProcessContext`. All three are a
+`finrl_tutorial.agents.LearnerContext`: ``rank``, ``world_size``, ``device``, ``is_main``,
+``wrap(agent)`` (the module the update runs through), ``all_reduce_mean(x)`` and ``close()``.
 
 `DataParallelContext` — one process, one batched env, the *update* split over all visible GPUs
 by ``torch.nn.DataParallel`` (each minibatch is scattered over the GPUs, gradients gathered on
@@ -58,6 +60,7 @@ class DataParallelContext:
 
     rank = 0
     world_size = 1
+    is_main = True
 
     def __init__(self, device=None):
         self.device = torch.device(device if device is not None else ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -146,11 +149,6 @@ class DistributedContext:
         tensor = torch.as_tensor(x, device=self.device).detach().clone().float()
         dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
         return tensor / self.world_size
-
-    def barrier(self) -> None:
-        import torch.distributed as dist
-
-        dist.barrier()
 
     def close(self) -> None:
         """Leave the process group (idempotent)."""
