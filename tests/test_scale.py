@@ -133,15 +133,15 @@ def test_two_workers_train_and_learn_the_obvious_edge(edge_market):
 def test_the_learner_updates_on_the_workers_idle_cores(edge_market, monkeypatch):
     """While the workers wait for the next collect, the update runs on ``learner_threads`` torch
     threads; the rollout and everything else keep the learner's own thread count."""
-    trainer = importlib.import_module("finrl_tutorial.training.trainer")  # the package name is shadowed by train()
+    loop = importlib.import_module("finrl_tutorial.agents.ppo")  # learn(), the loop train() runs
 
-    threads_in_update, real_update = [], trainer.update
+    threads_in_update, real_update = [], loop.update
 
     def spy(*args, **kwargs):
         threads_in_update.append(torch.get_num_threads())
         return real_update(*args, **kwargs)
 
-    monkeypatch.setattr(trainer, "update", spy)
+    monkeypatch.setattr(loop, "update", spy)
     config = _tiny_config(total_steps=1024)
     before = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -272,7 +272,7 @@ def test_data_parallel_falls_back_to_the_plain_module_on_cpu(edge_market):
 
 class _OtherRank:
     """A stand-in for rank 1 of 2 (no process group): the trainer's view of a non-main rank."""
-    rank, world_size, device = 1, 2, torch.device("cpu")
+    rank, world_size, device, is_main = 1, 2, torch.device("cpu"), False
 
     def wrap(self, agent):
         return agent

@@ -459,8 +459,9 @@ class EnvCollector:
     def state_dict(self) -> dict:
         if self.obs is None:
             self.reset()
-        return {"obs": self.obs.cpu(), "rng_env": self.env.rng_state.cpu(),
-                "env_account": {name: tensor.cpu() for name, tensor in self.env.account._asdict().items()}}
+        copy = lambda tensor: tensor.detach().to("cpu", copy=True)  # noqa: E731  (a snapshot: the env steps on)
+        return {"obs": copy(self.obs), "rng_env": copy(self.env.rng_state),
+                "env_account": {name: copy(tensor) for name, tensor in self.env.account._asdict().items()}}
 
     def load_state_dict(self, state: dict) -> None:
         if "env_account" not in state or "rng_env" not in state:
@@ -473,7 +474,7 @@ class EnvCollector:
         self.env.rng_state.copy_(state["rng_env"])
         for name, tensor in self.env.account._asdict().items():
             tensor.copy_(state["env_account"][name])
-        self.obs = state["obs"].to(self.obs.device)
+        self.obs = state["obs"].to(self.obs.device, copy=True)
 
     def close(self) -> None:
         self.rollout = None
