@@ -498,6 +498,10 @@ class LearnerContext(Protocol):
     def all_reduce_mean(self, x) -> torch.Tensor:
         """The mean of ``x`` over all ranks."""
 
+    def gather(self, obj) -> list | None:
+        """Every rank's ``obj`` on the main rank, in rank order (None on the others): each rank's
+        env state for the main rank's checkpoint."""
+
     def close(self) -> None:
         """Leave the group of processes, if any."""
 
@@ -517,6 +521,9 @@ class SingleProcessContext:
 
     def all_reduce_mean(self, x):
         return x
+
+    def gather(self, obj) -> list:
+        return [obj]
 
     def close(self) -> None:
         pass

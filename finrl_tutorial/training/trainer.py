@@ -162,9 +162,11 @@ class Bookkeeping:
                  eval_every: int, progress: bool, resume, overwrite: bool, on_evaluation):
         self.market, self.config, self.env_config = market, config, env_config
         self.device, self.is_main, self.world_size = torch.device(context.device), context.is_main, context.world_size
+        self.rank, self.gather = context.rank, context.gather
         self.iterations = config.iterations_for(context.world_size)
         self.eval_every, self.progress, self.on_evaluation = eval_every, progress, on_evaluation
         self.resume, self.overwrite = (Path(resume) if resume is not None else None), overwrite
+        self.checkpoints = out_dir is not None  # known to every rank: all of them take part in a checkpoint
         self.run_dir = Path(out_dir) if (out_dir is not None and self.is_main) else None
         self.checkpoint_dir = self.run_dir / "checkpoints" if self.run_dir else None
         self.iteration = self.start_iteration = self.env_steps = 0  # self.iteration: the next one to run
@@ -204,9 +206,13 @@ class Bookkeeping:
             best_path = self.resume.with_name("best.pt")
             if best_path.exists():
                 self.best_weights = load_checkpoint(best_path, device=self.device)["model"]
-            torch.set_rng_state(state["rng_torch"].cpu())
-            minibatch_order.set_state(state["rng_minibatch"].cpu())
-            collector.load_state_dict(state)  # the episodes go on where they were
+            ranks = state.get("ranks", [state])  # this rank's random states and envs
+            if len(ranks) != self.world_size:
+                raise RunFolderError(f"cannot resume {self.resume} on {self.world_size} rank(s): it was written by "
+                                     f"{len(ranks)}; resume with the number of processes it was started with")
+            torch.set_rng_state(ranks[self.rank]["rng_torch"].cpu())
+            minibatch_order.set_state(ranks[self.rank]["rng_minibatch"].cpu())
+            collector.load_state_dict(ranks[self.rank])  # the episodes go on where they were
         self.log = CsvLog(self.run_dir / "log.csv" if self.run_dir else None,
                           keep_below_iteration=self.start_iteration if self.saved is not None else None)
         self.bar = self._exit.enter_context(tqdm(
@@ -218,7 +224,15 @@ class Bookkeeping:
     def _wall(self) -> float:
         return self.spent + time.perf_counter() - self.started
 
-    def _checkpoint(self, iteration: int, selected_by: str = "validation sharpe") -> dict:
+    def _rank_states(self) -> list | None:
+        """What differs by rank (random states, envs), every rank's on the main rank; every rank
+        calls this at each checkpoint (only when checkpoints are written)."""
+        if not self.checkpoints:
+            return None
+        return self.gather({"rng_torch": torch.get_rng_state(), "rng_minibatch": self.minibatch_order.get_state()}
+                           | self.collector.state_dict())  # the envs: accounts, random states, observations
+
+    def _checkpoint(self, iteration: int, ranks: list, selected_by: str = "validation sharpe") -> dict:
         market, info = self.market.train, self.market.train.info
         pipeline = {  # what turns bars into this agent's inputs: a backtest on any window reuses it
             "feature_stats": {"names": list(market.feature_names), "mean": list(info["feature_mean"]),
@@ -233,17 +247,16 @@ class Bookkeeping:
             "obs_dim": observation_size(market.num_stocks, market.num_features), "action_dim": market.num_stocks,
             "iteration": iteration, "env_steps": self.env_steps, "best_valid_sharpe": self.best_sharpe,
             "wall_seconds": self._wall(), "tickers": list(market.tickers), "feature_names": list(market.feature_names),
-            "rng_torch": torch.get_rng_state(), "rng_minibatch": self.minibatch_order.get_state(),
-        } | self.collector.state_dict()  # the env state: accounts, random states, observations
+        } | ranks[0] | ({"ranks": ranks} if len(ranks) > 1 else {})
 
-    def _validate(self, iteration: int) -> dict:
+    def _validate(self, iteration: int, ranks: list | None) -> dict:
         """Validate the current weights; keep them if they are the best so far; write the checkpoints."""
         metrics = evaluate(self.agent, self.market.valid, self.env_config, device=self.device)
         better = metrics["sharpe_ratio"] > self.best_sharpe
         if better:
             self.best_sharpe = metrics["sharpe_ratio"]
             self.best_weights = {k: v.detach().clone() for k, v in self.agent.state_dict().items()}
-        state = self._checkpoint(iteration + 1) if self.checkpoint_dir else None
+        state = self._checkpoint(iteration + 1, ranks) if self.checkpoint_dir else None
         if better and state is not None:
             atomic_save(state, self.checkpoint_dir / "best.pt")
         if self.on_evaluation is not None:
@@ -266,9 +279,10 @@ class Bookkeeping:
                                    if episodes else math.nan),
             **losses,
         }
-        last = iteration == self.iterations - 1
-        if self.is_main and self.eval_every and (iteration % self.eval_every == 0 or last):
-            row |= self._validate(iteration)
+        due = bool(self.eval_every) and (iteration % self.eval_every == 0 or iteration == self.iterations - 1)
+        ranks = self._rank_states() if due else None
+        if self.is_main and due:
+            row |= self._validate(iteration, ranks)
         if self.is_main:
             self.log.append(row)
             if "valid/sharpe_ratio" in row:
@@ -282,8 +296,9 @@ class Bookkeeping:
 
     def result(self) -> TrainResult:
         """The final files (without validation: the final weights as best.pt and last.pt) and the result."""
-        if self.checkpoint_dir and not self.eval_every and self.start_iteration < self.iterations:
-            state = self._checkpoint(self.iterations, selected_by="final weights (no validation)")
+        ranks = self._rank_states() if not self.eval_every and self.start_iteration < self.iterations else None
+        if self.checkpoint_dir and ranks is not None:
+            state = self._checkpoint(self.iterations, ranks, selected_by="final weights (no validation)")
             atomic_save(state, self.checkpoint_dir / "best.pt")
             atomic_save(state, self.checkpoint_dir / "last.pt")
         wall_seconds = self._wall()
