@@ -289,6 +289,14 @@ def test_a_ddp_run_resumes_with_every_ranks_envs(tmp_path):
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
+def test_ddp_and_data_parallel_together_are_refused(capsys):
+    from finrl_tutorial.cli import main
+
+    assert main(["train", "--ddp", "--data-parallel", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--ddp and --data-parallel exclude each other" in err and "\n" not in err
+
+
 def test_ddp_context_outside_torchrun_says_how_to_launch(monkeypatch):
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         monkeypatch.delenv(name, raising=False)
