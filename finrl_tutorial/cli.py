@@ -145,19 +145,28 @@ def _run_folder(args) -> Path:
     return fresh
 
 
+def _learner_context(args, config):
+    """The `LearnerContext` the options ask for: DDP (``--ddp``, under torchrun), DataParallel
+    (``--data-parallel``) or None (train's default, this process)."""
+    if args.ddp:
+        return DistributedContext.from_env(device=args.device)
+    if args.data_parallel:
+        return DataParallelContext(device=config.device)
+    return None
+
+
 def cmd_train(args) -> int:
     if args.ddp and args.data_parallel:
         raise InputError("--ddp and --data-parallel exclude each other: DDP runs one process per device "
                          "(launch with torchrun), DataParallel one process over all GPUs; choose one")
     torch.set_num_threads(args.threads)
+    if args.ddp and args.data_parallel:
+        raise InputError("--ddp and --data-parallel exclude each other: DDP runs one process per device, "
+                         "DataParallel splits one process's update over the GPUs; choose one")
     if args.device is not None and not args.ddp:
         require_device(args.device)  # before the data is loaded: a wrong device is one line at once
-    distributed = None
-    if args.ddp:
-        distributed = DistributedContext.from_env(device=args.device)
     config, env_config = _configs(args)
-    if args.data_parallel:
-        distributed = DataParallelContext(device=config.device)
+    distributed = _learner_context(args, config)
     prepared = _load(args)
     pool_factory = None
     if args.workers:

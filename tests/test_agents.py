@@ -8,12 +8,13 @@ import pandas as pd
 import pytest
 import torch
 
-from finrl_tutorial.agents import (A2CConfig, ActorCritic, PPOConfig, Rollout, a2c_policy_loss, collect_rollout,
-                                   compute_gae, make_config, policy_loss_for, ppo_policy_loss, update)
+from finrl_tutorial.agents import (A2CConfig, ActorCritic, Collector, EnvCollector, LearnerContext, PPOConfig, Rollout,
+                                   SingleProcessContext, a2c_policy_loss, collect_rollout, compute_gae, learn,
+                                   make_config, make_optimizer, policy_loss_for, ppo_policy_loss, update)
 from finrl_tutorial.backtest.runner import agent_policy, backtest
 from finrl_tutorial.data import prepare_market
 from finrl_tutorial.envs import EnvConfig, VecStockTradingEnv
-from finrl_tutorial.training import train
+from finrl_tutorial.training import DataParallelContext, DistributedContext, WorkerPool, initial_agent, train
 
 torch.set_num_threads(1)
 # stockstats (a dependency) calls set_index(inplace=True), deprecated in pandas 3.1: not our concern here
@@ -233,6 +234,77 @@ def test_stored_log_probs_equal_recomputed_ones_before_the_first_update(sse15):
     # ratio 1 everywhere: the first minibatch of an update starts with zero KL and nothing clipped
     ratio = (log_prob - flat(rollout.log_probs)).exp()
     assert float((ratio - 1).abs().max()) < 1e-4
+
+
+def test_update_defaults_to_the_loss_of_the_configs_algo():
+    """One loss selector: update() without a loss uses `policy_loss_for(config)`, A2C's for A2C."""
+    def run(config, loss):
+        torch.manual_seed(0)
+        agent = ActorCritic(4, 2, (16, 16))
+        rollout = _synthetic_rollout(agent, 8, 4, 4, 2)
+        rollout.log_probs -= 0.5  # ratio e^0.5, outside PPO's clip: there the two losses' gradients differ
+        update(agent, make_optimizer(agent, config), rollout, config, loss, torch.Generator().manual_seed(0))
+        return agent.state_dict()
+
+    a2c, ppo = make_config("a2c", num_envs=4, horizon_len=8), make_config("ppo", num_envs=4, horizon_len=8)
+    for config in (a2c, ppo):
+        default, chosen = run(config, None), run(config, policy_loss_for(config))
+        assert all(torch.equal(default[k], chosen[k]) for k in default)
+    plain, clipped = run(a2c, a2c_policy_loss), run(a2c, policy_loss_for(ppo))
+    assert not all(torch.equal(plain[k], clipped[k]) for k in plain)  # the two losses do differ
+
+
+# --- the loop: learn() --------------------------------------------------------------------------------
+
+def test_learn_is_the_loop_train_runs(sse15):
+    """The bare loop on a batched env, seeded as train() seeds it, ends with train()'s weights and
+    calls ``on_iteration`` with train()'s losses, iteration by iteration."""
+    config = make_config("ppo", num_envs=8, horizon_len=16, batch_size=64, repeat_times=2, total_steps=512, seed=4)
+    trained = train(sse15, config, EnvConfig(), eval_every=0, progress=False)
+
+    agent = initial_agent(sse15.train, config, EnvConfig())  # seeded with config.seed
+    torch.manual_seed(config.seed)  # the rollout's action noise
+    env = VecStockTradingEnv(sse15.train, config.num_envs, EnvConfig(), seed=config.seed, check_actions=False)
+    seen = []
+    learn(env, agent, config, on_iteration=lambda iteration, rollout, losses: seen.append((iteration, losses)))
+    assert [iteration for iteration, _ in seen] == [0, 1, 2, 3]  # config.iterations
+    for (_, losses), (_, row) in zip(seen, trained.log.iterrows()):
+        assert losses == pytest.approx({k: row[k] for k in losses}, rel=0, abs=1e-7)
+    assert all(torch.equal(v, trained.agent.state_dict()[k]) for k, v in agent.state_dict().items())
+
+
+def test_the_iteration_count_counts_all_ranks():
+    config = make_config("ppo", num_envs=8, horizon_len=16, total_steps=1000)  # 128 samples per rank
+    assert config.iterations == config.iterations_for(1) == 7
+    assert config.iterations_for(2) == 3 and config.iterations_for(16) == 1
+
+
+def test_both_collectors_and_all_learner_contexts_satisfy_their_protocols(sse15):
+    config = make_config("ppo", num_envs=4, horizon_len=8)
+    env = VecStockTradingEnv(sse15.train, 4, EnvConfig(), seed=0)
+    assert not isinstance(env, Collector)  # an env is wrapped by learn(), not used as it is
+    in_process = EnvCollector(env)
+    assert isinstance(in_process, Collector)
+    torch.manual_seed(0)
+    agent = ActorCritic.from_config(env.observation_dim, env.action_dim, config, env.config.action_mode)
+    with WorkerPool(sse15.train, config, EnvConfig(), num_workers=2, seed=0) as pool:
+        assert isinstance(pool, Collector)
+        for collector in (in_process, pool):
+            collector.reset(seed=3)
+            rollout = collector.collect(agent, 8)
+            assert rollout.rewards.shape == (8, 4) and rollout.obs.shape == (8, 4, env.observation_dim)
+            state, noise = collector.state_dict(), torch.get_rng_state()  # (in-process actions use this RNG)
+            after = collector.collect(agent, 8).rewards.clone()
+            collector.load_state_dict(state)  # back to the saved accounts and random states: the same steps again
+            torch.set_rng_state(noise)
+            torch.testing.assert_close(collector.collect(agent, 8).rewards, after, rtol=0, atol=0)
+            assert not torch.equal(collector.collect(agent, 8).rewards, after)  # and on from there
+            with collector.update_threads():
+                pass
+    assert pool.num_workers == 2 and in_process.num_workers == 0
+    for context in (SingleProcessContext("cpu"), DataParallelContext("cpu"),
+                    DistributedContext(0, 1, 0, torch.device("cpu"))):
+        assert isinstance(context, LearnerContext) and context.is_main and context.rank == 0
 
 
 # --- configs ----------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from finrl_tutorial.data.schema import canonical_ticker, parse_dates
 from finrl_tutorial.envs import EnvConfig, StockTradingEnv, VecStockTradingEnv
 from finrl_tutorial.errors import ConfigError, InputError, RunFolderError
 from finrl_tutorial.training import load_checkpoint, runs
+from finrl_tutorial.agents import ppo as ppo_module
 from finrl_tutorial.training import trainer as trainer_module
 
 torch.set_num_threads(1)
@@ -503,7 +504,7 @@ class _Crash(Exception):
 def test_resume_on_the_cli_continues_bit_exactly(capsys, tmp_path, monkeypatch):
     code, _, err = run_cli(capsys, "train", *TINY, "--out", tmp_path / "whole")
     assert code == 0, err
-    real_collect = trainer_module.collect_rollout
+    real_collect = ppo_module.collect_rollout  # what the loop (agents.learn) steps the env with
     calls = [0]
 
     def crashing_collect(*args, **kwargs):
@@ -512,10 +513,10 @@ def test_resume_on_the_cli_continues_bit_exactly(capsys, tmp_path, monkeypatch):
             raise _Crash
         return real_collect(*args, **kwargs)
 
-    monkeypatch.setattr(trainer_module, "collect_rollout", crashing_collect)
+    monkeypatch.setattr(ppo_module, "collect_rollout", crashing_collect)
     with pytest.raises(_Crash):
         cli.main(["train", *TINY, "--out", str(tmp_path / "cut")])
-    monkeypatch.setattr(trainer_module, "collect_rollout", real_collect)
+    monkeypatch.setattr(ppo_module, "collect_rollout", real_collect)
     capsys.readouterr()
     assert not (tmp_path / "cut" / "report.json").exists()
     code, _, err = run_cli(capsys, "train", *TINY, "--out", tmp_path / "cut")

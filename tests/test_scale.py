@@ -19,11 +19,12 @@ import torch
 
 from finrl_tutorial.agents import ActorCritic, make_config
 from finrl_tutorial.backtest.runner import agent_policy, random_baseline, run_policy
-from finrl_tutorial.data import prepare_market
+from finrl_tutorial.data import load_market, prepare_market
 from finrl_tutorial.envs import EnvConfig, shard_start_windows
 from finrl_tutorial.envs.core import start_day_range
 from finrl_tutorial.training.distributed import DataParallelContext, DistributedContext
 from finrl_tutorial.training.experiment import run_experiment
+from finrl_tutorial.training import load_checkpoint
 from finrl_tutorial.training.trainer import train
 from finrl_tutorial.training.workers import WorkerError, WorkerPool, split_envs
 
@@ -133,15 +134,15 @@ def test_two_workers_train_and_learn_the_obvious_edge(edge_market):
 def test_the_learner_updates_on_the_workers_idle_cores(edge_market, monkeypatch):
     """While the workers wait for the next collect, the update runs on ``learner_threads`` torch
     threads; the rollout and everything else keep the learner's own thread count."""
-    trainer = importlib.import_module("finrl_tutorial.training.trainer")  # the package name is shadowed by train()
+    loop = importlib.import_module("finrl_tutorial.agents.ppo")  # learn(), the loop train() runs
 
-    threads_in_update, real_update = [], trainer.update
+    threads_in_update, real_update = [], loop.update
 
     def spy(*args, **kwargs):
         threads_in_update.append(torch.get_num_threads())
         return real_update(*args, **kwargs)
 
-    monkeypatch.setattr(trainer, "update", spy)
+    monkeypatch.setattr(loop, "update", spy)
     config = _tiny_config(total_steps=1024)
     before = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -252,6 +253,50 @@ def test_ddp_update_on_two_halves_equals_one_process_on_the_whole_batch(tmp_path
         assert mean == pytest.approx(reference_losses[0][key], abs=1e-5)
 
 
+def test_a_ddp_run_resumes_with_every_ranks_envs(tmp_path):
+    """Rank 0's checkpoint holds every rank's envs and random states: a two-rank run cut in
+    iteration 4 and resumed from its last.pt ends with the log and weights of an uninterrupted
+    one. Resuming it with another number of ranks is refused in one line."""
+    def run(run_dir: Path, mode: str) -> None:
+        completed = subprocess.run([sys.executable, str(HERE / "ddp_resume_worker.py"), str(run_dir), mode],
+                                   env=_subprocess_env(), capture_output=True, text=True, timeout=300)
+        assert completed.returncode == 0, completed.stderr[-3000:]
+
+    full, cut = tmp_path / "full", tmp_path / "cut"
+    run(full, "full")
+    run(cut, "cut")
+    last = cut / "checkpoints" / "last.pt"
+    state = load_checkpoint(last)
+    assert state["iteration"] == 3 and len(state["ranks"]) == 2
+    assert not torch.equal(state["ranks"][0]["env_account"]["day"], state["ranks"][1]["env_account"]["day"])
+    assert torch.equal(state["obs"], state["ranks"][0]["obs"])  # rank 0's at the top, as in one process
+
+    sys.path.insert(0, str(HERE))
+    try:
+        from ddp_resume_worker import CONFIG, EVAL_EVERY
+    finally:
+        sys.path.remove(str(HERE))
+    with pytest.raises(ValueError, match=r"on 1 rank\(s\): it was written by 2") as caught:
+        train(load_market(), make_config("ppo", **CONFIG), out_dir=cut, eval_every=EVAL_EVERY, progress=False,
+              resume=last)
+    assert "\n" not in str(caught.value)
+
+    run(cut, "resume")
+    columns = [c for c in pd.read_csv(full / "log.csv").columns if c not in ("wall_seconds", "samples_per_s")]
+    pd.testing.assert_frame_equal(pd.read_csv(full / "log.csv")[columns], pd.read_csv(cut / "log.csv")[columns],
+                                  rtol=0, atol=1e-6)
+    a, b = torch.load(full / "weights.pt"), torch.load(cut / "weights.pt")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_ddp_and_data_parallel_together_are_refused(capsys):
+    from finrl_tutorial.cli import main
+
+    assert main(["train", "--ddp", "--data-parallel", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--ddp and --data-parallel exclude each other" in err and "\n" not in err
+
+
 def test_ddp_context_outside_torchrun_says_how_to_launch(monkeypatch):
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         monkeypatch.delenv(name, raising=False)
@@ -272,13 +317,16 @@ def test_data_parallel_falls_back_to_the_plain_module_on_cpu(edge_market):
 
 class _OtherRank:
     """A stand-in for rank 1 of 2 (no process group): the trainer's view of a non-main rank."""
-    rank, world_size, device = 1, 2, torch.device("cpu")
+    rank, world_size, device, is_main = 1, 2, torch.device("cpu"), False
 
     def wrap(self, agent):
         return agent
 
     def all_reduce_mean(self, x):
         return x
+
+    def gather(self, obj):  # what a non-main rank gets back
+        return None
 
 
 def test_a_non_main_rank_writes_no_files(edge_market, tmp_path):

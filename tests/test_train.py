@@ -1,7 +1,11 @@
 """The trainer (files, seeds, resume, NaN stop), atomic checkpoints, the experiment report and the
 backtest runner, on the embedded sse15 sample with tiny budgets."""
+import ast
+import importlib
+import inspect
 import json
 import math
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +20,11 @@ from finrl_tutorial.envs import EnvConfig, VecStockTradingEnv
 from finrl_tutorial.metrics import SUMMARY_KEYS
 from finrl_tutorial.training import (LOG_COLUMNS, TrainingError, agent_from_checkpoint, atomic_save, load_checkpoint,
                                   train)
-from finrl_tutorial.training import trainer as trainer_module
+from finrl_tutorial.agents import ppo as ppo_module  # the loop (learn) and its pieces, patched below
+from finrl_tutorial.training import WorkerPool
 from finrl_tutorial.training.experiment import run_experiment
+
+trainer_module = importlib.import_module("finrl_tutorial.training.trainer")  # `training.train` is the function
 
 torch.set_num_threads(1)
 pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword in DataFrame.set_index")
@@ -112,7 +119,7 @@ def test_resume_continues_the_same_curve(sse15, tmp_path, monkeypatch):
     config = tiny_config()  # same total_steps: the LR schedule is the same
     full = train(sse15, config, out_dir=tmp_path / "full", eval_every=2, progress=False)
 
-    real_collect = trainer_module.collect_rollout
+    real_collect = ppo_module.collect_rollout
     calls = [0]
 
     def crashing_collect(*args, **kwargs):
@@ -121,11 +128,11 @@ def test_resume_continues_the_same_curve(sse15, tmp_path, monkeypatch):
             raise _Crash
         return real_collect(*args, **kwargs)
 
-    monkeypatch.setattr(trainer_module, "collect_rollout", crashing_collect)
+    monkeypatch.setattr(ppo_module, "collect_rollout", crashing_collect)
     run_dir = tmp_path / "interrupted"
     with pytest.raises(_Crash):
         train(sse15, config, out_dir=run_dir, eval_every=2, progress=False)
-    monkeypatch.setattr(trainer_module, "collect_rollout", real_collect)
+    monkeypatch.setattr(ppo_module, "collect_rollout", real_collect)
     assert pd.read_csv(run_dir / "log.csv")["iteration"].tolist() == [0, 1, 2, 3]
     assert load_checkpoint(run_dir / "checkpoints" / "last.pt")["iteration"] == 3  # row 3 is redone
 
@@ -147,11 +154,85 @@ def test_resume_continues_the_same_curve(sse15, tmp_path, monkeypatch):
     assert _temp_files(tmp_path) == []
 
 
+def test_resume_with_rollout_workers_restores_their_envs(sse15, tmp_path):
+    """With a worker pool, last.pt holds every worker's accounts, random states and observations:
+    a run cut after iteration 3 and resumed by a *new* pool (fresh processes) ends with the same
+    log and weights as an uninterrupted one. A checkpoint of another layout is refused in one line."""
+    config = tiny_config()
+
+    def pool():
+        return WorkerPool(sse15.train, config, EnvConfig(), num_workers=2, seed=config.seed, learner_threads=1)
+
+    with pool() as workers:
+        full = train(sse15, config, out_dir=tmp_path / "full", eval_every=2, progress=False, worker_pool=workers)
+    run_dir = tmp_path / "cut"
+    with pool() as workers:
+        real_collect, calls = workers.collect, [0]
+
+        def crashing_collect(*args, **kwargs):
+            calls[0] += 1
+            if calls[0] == 5:  # iteration 4: last.pt is from iteration 2's evaluation
+                raise _Crash
+            return real_collect(*args, **kwargs)
+
+        workers.collect = crashing_collect
+        with pytest.raises(_Crash):
+            train(sse15, config, out_dir=run_dir, eval_every=2, progress=False, worker_pool=workers)
+    last = run_dir / "checkpoints" / "last.pt"
+    state = load_checkpoint(last)
+    assert state["iteration"] == 3 and len(state["workers"]) == 2
+    assert [tuple(w["obs"].shape) for w in state["workers"]] == [(4, state["obs_dim"])] * 2
+    assert "env_account" not in state  # no in-process env in this run
+
+    with pytest.raises(ValueError, match="no state of an in-process env .*2 rollout workers") as caught:
+        train(sse15, config, out_dir=run_dir, eval_every=2, progress=False, resume=last)  # without the pool
+    assert "\n" not in str(caught.value)
+    assert pd.read_csv(run_dir / "log.csv")["iteration"].tolist() == [0, 1, 2, 3]  # the refusal changed nothing
+
+    with pool() as workers:
+        resumed = train(sse15, config, out_dir=run_dir, eval_every=2, progress=False, worker_pool=workers,
+                        resume=last)
+    columns = [c for c in LOG_COLUMNS if c not in NOT_DETERMINISTIC]
+    pd.testing.assert_frame_equal(full.log[columns].astype(float), resumed.log[columns].astype(float),
+                                  rtol=0, atol=1e-6)
+    assert pd.read_csv(run_dir / "log.csv")["iteration"].tolist() == list(range(6))
+    assert _state_dicts_equal(full.agent.state_dict(), resumed.agent.state_dict())
+    assert resumed.workers == 2
+
+
+def test_an_in_process_checkpoint_is_refused_by_a_worker_pool(sse15, tmp_path):
+    config = tiny_config(total_steps=256)
+    train(sse15, config, out_dir=tmp_path, eval_every=1, progress=False)
+    with WorkerPool(sse15.train, config, EnvConfig(), num_workers=2, seed=0) as workers:
+        with pytest.raises(ValueError, match="no rollout workers' env state") as caught:
+            train(sse15, config, out_dir=tmp_path, eval_every=1, progress=False, worker_pool=workers,
+                  resume=tmp_path / "checkpoints" / "last.pt")
+        state = load_checkpoint(tmp_path / "checkpoints" / "last.pt") | {"workers": [
+            {"obs": torch.zeros(3, 1)}, {"obs": torch.zeros(5, 1)}]}
+        with pytest.raises(ValueError, match=r"2 rollout workers with \[3, 5\] envs, this pool has 2 with \[4, 4\]"):
+            workers.load_state_dict(state)
+    assert "\n" not in str(caught.value)
+
+
+# --- train() is the loop plus bookkeeping -------------------------------------------------------------
+
+def test_train_is_short_and_never_branches_on_the_scale_out_mode():
+    """The scale-out paths plug in as a Collector and a LearnerContext: train() holds no `if` at
+    all (the optional parts live in `Bookkeeping`, the loop in `agents.learn`)."""
+    source = inspect.getsource(trainer_module.train)
+    assert len(source.splitlines()) < 60
+    tree = ast.parse(textwrap.dedent(source))
+    branches = [node for node in ast.walk(tree) if isinstance(node, (ast.If, ast.IfExp, ast.While, ast.Match))]
+    assert branches == [], [ast.unparse(node)[:80] for node in branches]
+    calls = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    assert "learn" in calls  # the one loop
+
+
 # --- a NaN stops the run ------------------------------------------------------------------------------
 
 def _poison_update_at(monkeypatch, call: int):
     """From the ``call``-th update on, the learning rate is inf: the weights become non-finite."""
-    real_update = trainer_module.update
+    real_update = ppo_module.update
     calls = [0]
 
     def update(agent, optimizer, *args, **kwargs):
@@ -160,7 +241,7 @@ def _poison_update_at(monkeypatch, call: int):
             optimizer.param_groups[0]["lr"] = math.inf
         return real_update(agent, optimizer, *args, **kwargs)
 
-    monkeypatch.setattr(trainer_module, "update", update)
+    monkeypatch.setattr(ppo_module, "update", update)
 
 
 @pytest.mark.parametrize("batch_size,repeat_times", [(64, 2), (128, 1)])  # NaN mid-update / after the last step

@@ -1,6 +1,7 @@
 """Advantage actor-critic (A2C): PPO's rollout, GAE and update loop with a plain policy
-gradient, one pass over each (short) rollout and no clipping. Only the loss and the defaults
-differ from `ppo.py`, so only those live here."""
+gradient, one pass over each (short) rollout and no clipping. Only the defaults and the loss
+differ from `ppo.py`: the defaults live here, the loss (`a2c_policy_loss`) beside PPO's in
+`ppo.py`, where `policy_loss_for` picks one of the two by ``config.algo``."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,7 +28,3 @@ class A2CConfig(PPOConfig):
     max_grad_norm: float = 0.5
     """Gradient-norm clip."""
 
-
-def a2c_policy_loss(new_log_prob, old_log_prob, advantages):
-    """−E[log π(a|s) A]: the policy gradient with no ratio and no clipping."""
-    return -(new_log_prob * advantages).mean()

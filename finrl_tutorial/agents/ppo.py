@@ -1,8 +1,11 @@
 """Proximal Policy Optimisation in one file: config, actor-critic, rollout, GAE, clipped update.
 
-Read it top to bottom. The training loop that drives these pieces (logging, evaluation,
-checkpoints) is `finrl_tutorial.training.trainer`; A2C (`a2c.py`) reuses everything here except
-the policy loss. References: Schulman et al. 2017 (PPO), 2016 (GAE); CleanRL's ppo_continuous_action.
+Read it top to bottom; it ends, as CleanRL's file does, with the loop itself (`learn`):
+rollout → GAE → update, iteration after iteration. `finrl_tutorial.training.train` runs that same
+loop and adds validation, logging and checkpoints; the scale-out paths plug into it as a
+`Collector` (where rollouts come from) and a `LearnerContext` (where the update runs). A2C
+(`a2c.py`) is this file with its own defaults and `a2c_policy_loss`. References: Schulman et
+al. 2017 (PPO), 2016 (GAE); CleanRL's ppo_continuous_action.
 
 Sizes: each iteration collects ``num_envs × horizon_len`` samples, then makes ``repeat_times``
 passes (epochs) over all of them in minibatches of ``batch_size``: every sample is used
@@ -10,9 +13,10 @@ passes (epochs) over all of them in minibatches of ``batch_size``: every sample 
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, ContextManager, Protocol, runtime_checkable
 
 import torch
 from torch import nn
@@ -110,9 +114,15 @@ class PPOConfig:
     def num_minibatches(self) -> int:
         return max(1, math.ceil(self.rollout_size / min(self.batch_size, self.rollout_size)))
 
+    def iterations_for(self, world_size: int = 1) -> int:
+        """Iterations of a run on ``world_size`` data-parallel ranks: ``total_steps`` counts the env
+        steps of all ranks together, so K ranks make 1/K as many iterations."""
+        return max(1, self.total_steps // (self.rollout_size * world_size))
+
     @property
     def iterations(self) -> int:
-        return max(1, self.total_steps // self.rollout_size)
+        """Iterations of a one-process run (``iterations_for(1)``)."""
+        return self.iterations_for(1)
 
 
 def mlp(sizes, out_gain: float) -> nn.Sequential:
@@ -318,17 +328,29 @@ def ppo_policy_loss(new_log_prob, old_log_prob, advantages, clip_range: float):
     return -torch.min(unclipped, clipped).mean()
 
 
+def a2c_policy_loss(new_log_prob, old_log_prob, advantages):
+    """A2C's loss, −E[log π(a|s) A]: the policy gradient with no ratio and no clipping."""
+    return -(new_log_prob * advantages).mean()
+
+
+def policy_loss_for(config: PPOConfig) -> Callable:
+    """The policy loss of ``config.algo`` as ``loss(new_log_prob, old_log_prob, advantages)``."""
+    if config.algo == "a2c":
+        return a2c_policy_loss
+    return lambda new, old, adv: ppo_policy_loss(new, old, adv, config.clip_range)
+
+
 def update(agent: ActorCritic, optimizer: torch.optim.Optimizer, rollout: Rollout, config: PPOConfig,
-           policy_loss: Callable = None, generator: torch.Generator | None = None,
+           policy_loss: Callable | None = None, generator: torch.Generator | None = None,
            all_reduce_mean: Callable[[torch.Tensor], torch.Tensor] = lambda x: x) -> dict[str, float]:
     """``repeat_times`` epochs of minibatch gradient steps on one rollout.
 
-    ``policy_loss(new_log_prob, old_log_prob, advantages)`` defaults to PPO's clipped loss.
-    ``all_reduce_mean`` averages a scalar across data-parallel ranks (identity in one process),
-    so an early stop on ``target_kl`` is decided on the global value by every rank alike.
+    ``policy_loss(new_log_prob, old_log_prob, advantages)`` defaults to the loss of
+    ``config.algo`` (`policy_loss_for`). ``all_reduce_mean`` averages a scalar across
+    data-parallel ranks (identity in one process), so an early stop on ``target_kl`` is decided
+    on the global value by every rank alike.
     """
-    if policy_loss is None:
-        policy_loss = lambda new, old, adv: ppo_policy_loss(new, old, adv, config.clip_range)  # noqa: E731
+    policy_loss = policy_loss_for(config) if policy_loss is None else policy_loss
     advantages, returns = compute_gae(rollout.rewards, rollout.values, rollout.next_values, rollout.dones,
                                       config.gamma, config.gae_lambda)
     flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731
@@ -372,3 +394,172 @@ def update(agent: ActorCritic, optimizer: torch.optim.Optimizer, rollout: Rollou
                                  f"({dict(zip(names, means))}): lower the learning rate or check the data "
                                  "for extreme values")
     return dict(zip(names, means)) | {"loss/minibatches": steps}
+
+
+# --- the loop -----------------------------------------------------------------------------------
+# Two small interfaces let one loop run in every layout: a `Collector` says where rollouts come
+# from (this process's batched env, or rollout worker processes), a `LearnerContext` where the
+# update runs (one process, DataParallel over GPUs, or one rank of a DDP job).
+
+@runtime_checkable
+class Collector(Protocol):
+    """Where rollouts come from: `EnvCollector` (one batched env in this process) or
+    `finrl_tutorial.training.WorkerPool` (rollout worker processes, each with its own env)."""
+
+    num_workers: int
+    """Rollout processes besides the learner (0: the learner steps the env itself)."""
+
+    def reset(self, seed: int | None = None):
+        """Start fresh episodes in every env, seeded by ``seed``."""
+
+    def collect(self, agent: ActorCritic, horizon_len: int) -> Rollout:
+        """``horizon_len`` steps of every env with ``agent``'s current policy, as one `Rollout`."""
+
+    def update_threads(self) -> ContextManager:
+        """The context the update runs in (a worker pool lends the learner its idle cores)."""
+
+    def state_dict(self) -> dict:
+        """What a checkpoint needs to continue the episodes exactly: accounts, random states, observations."""
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from a `state_dict` (a state of another kind of collector is refused in one line)."""
+
+    def close(self) -> None:
+        """Release what the collector holds (processes, shared memory). Idempotent."""
+
+
+class EnvCollector:
+    """The in-process `Collector`: one batched env (`finrl_tutorial.envs.VecStockTradingEnv`)
+    stepped by `collect_rollout` into a rollout buffer allocated once; episodes run on across
+    iterations (the observation to continue from is kept)."""
+
+    num_workers = 0
+
+    def __init__(self, env):
+        self.env = env
+        self.obs: torch.Tensor | None = None
+        self.rollout: Rollout | None = None
+
+    def reset(self, seed: int | None = None):
+        self.obs, info = self.env.reset(seed=seed)
+        return self.obs, info
+
+    def collect(self, agent: ActorCritic, horizon_len: int) -> Rollout:
+        if self.obs is None:
+            self.reset()
+        if self.rollout is None or self.rollout.obs.shape[0] != horizon_len:
+            env = self.env
+            self.rollout = Rollout.empty(horizon_len, env.num_envs, env.observation_dim, env.action_dim, env.device)
+        self.obs = collect_rollout(self.env, agent, self.rollout, self.obs)
+        return self.rollout
+
+    def update_threads(self) -> ContextManager:
+        return contextlib.nullcontext()  # the update keeps this process's threads
+
+    def state_dict(self) -> dict:
+        if self.obs is None:
+            self.reset()
+        copy = lambda tensor: tensor.detach().to("cpu", copy=True)  # noqa: E731  (a snapshot: the env steps on)
+        return {"obs": copy(self.obs), "rng_env": copy(self.env.rng_state),
+                "env_account": {name: copy(tensor) for name, tensor in self.env.account._asdict().items()}}
+
+    def load_state_dict(self, state: dict) -> None:
+        if "env_account" not in state or "rng_env" not in state:
+            written_by = f"{len(state['workers'])} rollout workers" if "workers" in state else "an older version"
+            raise ConfigError(f"the checkpoint holds no state of an in-process env (it was written by {written_by}): "
+                              "resume with the --workers it was started with")
+        if self.obs is None:
+            self.reset()
+        # copied into the env's own tensors: their addresses stay fixed (CUDA graphs replay them)
+        self.env.rng_state.copy_(state["rng_env"])
+        for name, tensor in self.env.account._asdict().items():
+            tensor.copy_(state["env_account"][name])
+        self.obs = state["obs"].to(self.obs.device, copy=True)
+
+    def close(self) -> None:
+        self.rollout = None
+
+
+@runtime_checkable
+class LearnerContext(Protocol):
+    """Where the update runs: `SingleProcessContext` (the default),
+    `finrl_tutorial.training.DataParallelContext` (one process, the update split over GPUs) or
+    `finrl_tutorial.training.DistributedContext` (one rank of a DDP job)."""
+
+    rank: int
+    world_size: int
+    device: torch.device
+    is_main: bool
+    """Rank 0: the one that validates, logs and writes files."""
+
+    def wrap(self, agent: nn.Module) -> nn.Module:
+        """The module the update's forward and backward run through."""
+
+    def all_reduce_mean(self, x) -> torch.Tensor:
+        """The mean of ``x`` over all ranks."""
+
+    def gather(self, obj) -> list | None:
+        """Every rank's ``obj`` on the main rank, in rank order (None on the others): each rank's
+        env state for the main rank's checkpoint."""
+
+    def close(self) -> None:
+        """Leave the group of processes, if any."""
+
+
+class SingleProcessContext:
+    """One process on one device: the update runs through the agent itself."""
+
+    rank = 0
+    world_size = 1
+    is_main = True
+
+    def __init__(self, device="cpu"):
+        self.device = torch.device(device)
+
+    def wrap(self, agent: nn.Module) -> nn.Module:
+        return agent
+
+    def all_reduce_mean(self, x):
+        return x
+
+    def gather(self, obj) -> list:
+        return [obj]
+
+    def close(self) -> None:
+        pass
+
+
+def learn(env, agent: ActorCritic, config: PPOConfig, iterations: int | None = None,
+          optimizer: torch.optim.Optimizer | None = None,
+          on_iteration: Callable[[int, Rollout, dict], None] | None = None, *,
+          context: LearnerContext | None = None, start_iteration: int = 0,
+          minibatch_order: torch.Generator | None = None) -> ActorCritic:
+    """Train ``agent`` with ``config.algo``: rollout → GAE → update, ``iterations`` times.
+
+    ``env``: a batched env (e.g. ``VecStockTradingEnv(market, config.num_envs)``) or any
+    `Collector` (e.g. a `finrl_tutorial.training.WorkerPool`). ``iterations`` defaults to the
+    config's budget (``total_steps`` over all ranks). ``on_iteration(iteration, rollout, losses)``
+    runs after each update (`finrl_tutorial.training.train` logs, validates and checkpoints
+    there). ``context``: where the update runs (default: this process, `SingleProcessContext`).
+    ``start_iteration`` and ``minibatch_order`` continue a run: the learning-rate schedule and
+    the minibatch order carry on from there. Returns the agent, trained in place.
+    """
+    collector = env if isinstance(env, Collector) else EnvCollector(env)
+    context = SingleProcessContext(config.device) if context is None else context
+    iterations = config.iterations_for(context.world_size) if iterations is None else iterations
+    optimizer = make_optimizer(agent, config) if optimizer is None else optimizer
+    minibatch_order = torch.Generator().manual_seed(config.seed) if minibatch_order is None else minibatch_order
+    learner = context.wrap(agent)  # what the gradients flow through (DDP averages them over ranks)
+    policy_loss = policy_loss_for(config)
+    for iteration in range(start_iteration, iterations):
+        if config.anneal_lr:  # linearly to 0 at the end of the run
+            optimizer.param_groups[0]["lr"] = config.learning_rate * (1.0 - iteration / iterations)
+        agent.eval()
+        rollout = collector.collect(agent, config.horizon_len)  # 1. experience with the current policy
+        agent.train()
+        with collector.update_threads():  # 2. GAE, then repeat_times epochs of minibatch steps
+            losses = update(learner, optimizer, rollout, config, policy_loss, minibatch_order,
+                            context.all_reduce_mean)
+        if on_iteration is not None:
+            on_iteration(iteration, rollout, losses)
+    return agent

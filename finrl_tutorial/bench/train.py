@@ -1,11 +1,12 @@
-"""Whole-loop throughput: samples/s of rollout + GAE + update, as the trainer runs them."""
+"""Whole-loop throughput: samples/s of rollout + GAE + update, timed inside the trainer's own loop
+(`finrl_tutorial.agents.learn`)."""
 from __future__ import annotations
 
 import time
 
 import torch
 
-from ..agents import ActorCritic, Rollout, collect_rollout, make_config, make_optimizer, policy_loss_for, update
+from ..agents import ActorCritic, EnvCollector, learn, make_config
 from ..data import load_market
 from ..envs import VecStockTradingEnv
 from ..provenance import machine
@@ -23,28 +24,40 @@ def add_arguments(kinds) -> None:
     parser.add_argument("--threads", type=int, default=1)
 
 
+class _TimedCollector(EnvCollector):
+    """The trainer's in-process collector, timing each rollout (synchronised with the device)."""
+
+    def __init__(self, env, sync):
+        super().__init__(env)
+        self.sync, self.ends, self.seconds = sync, [], []
+
+    def collect(self, agent, horizon_len):
+        started = time.perf_counter()
+        rollout = super().collect(agent, horizon_len)
+        self.sync()
+        self.ends.append(time.perf_counter())
+        self.seconds.append(self.ends[-1] - started)
+        return rollout
+
+
 def measure_loop(market, config, env_config=None, iterations: int = 5) -> dict:
-    """Time ``iterations`` training iterations (one warm-up first): rollout and update apart."""
+    """Time ``iterations`` iterations of `finrl_tutorial.agents.learn` (one warm-up first):
+    rollout and update apart."""
     torch.manual_seed(config.seed)
     env = VecStockTradingEnv(market, config.num_envs, env_config, device=config.device, seed=config.seed,
                              check_actions=False)  # as the trainer runs it
     agent = ActorCritic.from_config(env.observation_dim, env.action_dim, config, env.config.action_mode).to(env.device)
-    optimizer = make_optimizer(agent, config)
-    rollout = Rollout.empty(config.horizon_len, config.num_envs, env.observation_dim, env.action_dim, env.device)
-    loss = policy_loss_for(config)
-    sync = sync_for(env.device)
-    obs, _ = env.reset()
-    rollout_time = update_time = 0.0
-    for i in range(iterations + 1):
-        start = time.perf_counter()
-        obs = collect_rollout(env, agent, rollout, obs)
-        sync()
-        middle = time.perf_counter()
-        update(agent, optimizer, rollout, config, loss)
-        sync()
-        if i:  # the first iteration warms up allocators and kernels
-            rollout_time += middle - start
-            update_time += time.perf_counter() - middle
+    collector = _TimedCollector(env, sync_for(env.device))
+    updated = []  # when each iteration's update ended
+
+    def update_done(iteration, rollout, losses):
+        collector.sync()
+        updated.append(time.perf_counter())
+
+    learn(collector, agent, config, iterations=iterations + 1, on_iteration=update_done)
+    # the first iteration warms up allocators and kernels
+    rollout_time = sum(collector.seconds[1:])
+    update_time = sum(end - start for start, end in zip(collector.ends[1:], updated[1:]))
     samples = iterations * config.rollout_size
     return {"bench": "train", "algo": config.algo, "device": str(env.device), "num_envs": config.num_envs,
             "horizon_len": config.horizon_len, "batch_size": config.batch_size,

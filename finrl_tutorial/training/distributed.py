@@ -1,8 +1,11 @@
 """Learners on several devices or processes: ``DataParallel`` (one process) and DDP (torchrun).
 
-Two contexts plug into `finrl_tutorial.training.trainer.train` through its ``distributed``
-argument. Both have ``rank``, ``world_size``, ``device``, ``wrap(agent)`` (the module the
-update runs through), ``all_reduce_mean(x)`` and ``close()``.
+Two contexts plug into `finrl_tutorial.training.train` (and `finrl_tutorial.agents.learn`)
+through its ``distributed`` argument, in place of the default one-process
+`finrl_tutorial.agents.SingleProcessContext`. All three are a
+`finrl_tutorial.agents.LearnerContext`: ``rank``, ``world_size``, ``device``, ``is_main``,
+``wrap(agent)`` (the module the update runs through), ``all_reduce_mean(x)``, ``gather(obj)``
+(each rank's env state, for rank 0's checkpoint) and ``close()``.
 
 `DataParallelContext` — one process, one batched env, the *update* split over all visible GPUs
 by ``torch.nn.DataParallel`` (each minibatch is scattered over the GPUs, gradients gathered on
@@ -34,7 +37,9 @@ What each rank does (see the trainer):
   the gradients in ``backward()``, so all ranks take the same optimiser step and the weights
   stay identical; an early stop on ``target_kl`` is decided on the KL averaged over ranks
   (``all_reduce_mean``), so all ranks stop together;
-- only rank 0 evaluates, logs, checkpoints and writes the report: other ranks write no files.
+- only rank 0 evaluates, logs, checkpoints and writes the report: other ranks write no files, but
+  they send rank 0 their env state (accounts, random states, observations) for each checkpoint,
+  so a resumed run continues every rank's episodes (with the same number of ranks).
 
 ``init_process_group`` gets a timeout: a rank that dies or never arrives makes the others fail
 with an error after ``timeout_s`` instead of waiting forever (torchrun also stops the whole job
@@ -60,6 +65,7 @@ class DataParallelContext:
 
     rank = 0
     world_size = 1
+    is_main = True
 
     def __init__(self, device=None):
         self.device = torch.device(device if device is not None else ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -81,6 +87,9 @@ class DataParallelContext:
 
     def all_reduce_mean(self, x):
         return x
+
+    def gather(self, obj) -> list:
+        return [obj]
 
     def close(self) -> None:
         pass
@@ -138,6 +147,12 @@ class DistributedContext:
         tensor = torch.as_tensor(x, device=self.device).detach().clone().float()
         dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
         return tensor / self.world_size
+
+    def gather(self, obj) -> list | None:
+        """Every rank's ``obj`` (picklable) on rank 0, in rank order; None on the other ranks."""
+        gathered = [None] * self.world_size if self.rank == 0 else None
+        dist.gather_object(obj, gathered, dst=0)
+        return gathered
 
     def close(self) -> None:
         """Leave the process group (idempotent)."""

@@ -1,4 +1,4 @@
-"""The training loop around the batched env: rollout → GAE + update → log → evaluate → checkpoint.
+"""`train`: the PPO loop (`finrl_tutorial.agents.learn`) plus validation, logging and checkpoints.
 
 Files in ``out_dir`` (all optional): ``log.csv`` (one row per iteration, fixed columns),
 ``checkpoints/last.pt`` (to resume), ``checkpoints/best.pt`` (best validation Sharpe),
@@ -20,12 +20,13 @@ import pandas as pd
 import torch
 from tqdm import tqdm  # the plain bar: tqdm.auto needs ipywidgets in notebooks
 
-from ..agents import ActorCritic, PPOConfig, Rollout, collect_rollout, make_optimizer, policy_loss_for, update
+from ..agents import (ActorCritic, EnvCollector, PPOConfig, Rollout, SingleProcessContext, learn,
+                      make_optimizer)
 from ..atomic import append_open, atomic_open, atomic_save
 from ..backtest.runner import agent_policy, run_policy
 from ..data.clean import PreparedMarket
 from ..data.market import MarketData
-from ..envs import Account, EnvConfig, VecStockTradingEnv, observation_size, shard_start_windows
+from ..envs import EnvConfig, VecStockTradingEnv, observation_size, shard_start_windows
 from ..errors import InputError, RunFolderError, TrainingError, check_int, require_device
 from ..plots import plot_learning_curve
 from . import runs
@@ -98,10 +99,6 @@ def initial_agent(market: MarketData, config: PPOConfig, env_config: EnvConfig) 
                                    config, env_config.action_mode)
 
 
-def _account_state(env: VecStockTradingEnv) -> dict:
-    return {name: tensor.cpu() for name, tensor in env.account._asdict().items()}
-
-
 def _available_bytes(device: torch.device) -> int | None:
     if device.type == "cuda":
         return int(torch.cuda.mem_get_info(device)[0])
@@ -140,173 +137,212 @@ def _same_settings(saved: dict, current: dict, what: str, path, ignore=("device"
                              "resume with the original options, or start a new run")
 
 
+def batched_env_collector(market: MarketData, config: PPOConfig, env_config: EnvConfig, context,
+                          seed: int) -> EnvCollector:
+    """`train`'s in-process collector: one `VecStockTradingEnv` of ``config.num_envs`` sub-envs on
+    the context's device, its episodes starting in this rank's window of the start days (all of
+    them in one process; see `shard_start_windows`)."""
+    check_memory(config, market, context.device)
+    window = shard_start_windows(market.num_days, context.world_size)[context.rank]
+    # actions come from the agent: a NaN there is a NaN in its weights, which `update` reports
+    return EnvCollector(VecStockTradingEnv(market, config.num_envs, env_config, device=context.device, seed=seed,
+                                           start_window=window, check_actions=False))
+
+
+class Bookkeeping:
+    """What `train` does around the loop: it holds the run folder's lock, restores a resumed run,
+    logs every iteration, validates every ``eval_every`` iterations (keeping the best weights),
+    writes the checkpoints and builds the result. Only the main rank validates and writes files."""
+
+    def __init__(self, market: PreparedMarket, config: PPOConfig, env_config: EnvConfig, context, *, out_dir,
+                 eval_every: int, progress: bool, resume, overwrite: bool, on_evaluation):
+        self.market, self.config, self.env_config = market, config, env_config
+        self.device, self.is_main, self.world_size = torch.device(context.device), context.is_main, context.world_size
+        self.rank, self.gather = context.rank, context.gather
+        self.iterations = config.iterations_for(context.world_size)
+        self.eval_every, self.progress, self.on_evaluation = eval_every, progress, on_evaluation
+        self.resume, self.overwrite = (Path(resume) if resume is not None else None), overwrite
+        self.checkpoints = out_dir is not None  # known to every rank: all of them take part in a checkpoint
+        self.run_dir = Path(out_dir) if (out_dir is not None and self.is_main) else None
+        self.checkpoint_dir = self.run_dir / "checkpoints" if self.run_dir else None
+        self.iteration = self.start_iteration = self.env_steps = 0  # self.iteration: the next one to run
+        self.best_sharpe, self.best_weights, self.spent = -math.inf, None, 0.0
+        self.last_saved = self.resume  # the last good checkpoint, for errors
+        self.saved = None
+        self._exit = contextlib.ExitStack()
+
+    def __enter__(self) -> "Bookkeeping":
+        try:
+            if self.run_dir is not None:
+                self._exit.enter_context(runs.claim(self.run_dir, resume=self.resume is not None,
+                                                    overwrite=self.overwrite))
+            if self.resume is not None:  # checked before anything is built: a wrong file is one line
+                self.saved = load_checkpoint(self.resume, device=self.device)
+                _same_settings(self.saved["config"], config_to_dict(self.config), "agent settings", self.resume)
+                _same_settings(self.saved["env_config"], config_to_dict(self.env_config), "env settings",
+                               self.resume)
+        except BaseException:
+            self._exit.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._exit.close()
+
+    def start(self, agent: ActorCritic, optimizer, minibatch_order: torch.Generator, collector) -> int:
+        """Take the loop's state (restored from ``resume`` if given); returns the first iteration to run."""
+        self.agent, self.optimizer, self.minibatch_order, self.collector = agent, optimizer, minibatch_order, collector
+        if self.saved is not None:
+            state = self.saved
+            load_weights(agent, state["model"], self.resume)
+            optimizer.load_state_dict(state["optimizer"])
+            self.iteration = self.start_iteration = state["iteration"]
+            self.env_steps, self.best_sharpe, self.spent = state["env_steps"], state["best_valid_sharpe"], \
+                state["wall_seconds"]
+            best_path = self.resume.with_name("best.pt")
+            if best_path.exists():
+                self.best_weights = load_checkpoint(best_path, device=self.device)["model"]
+            ranks = state.get("ranks", [state])  # this rank's random states and envs
+            if len(ranks) != self.world_size:
+                raise RunFolderError(f"cannot resume {self.resume} on {self.world_size} rank(s): it was written by "
+                                     f"{len(ranks)}; resume with the number of processes it was started with")
+            torch.set_rng_state(ranks[self.rank]["rng_torch"].cpu())
+            minibatch_order.set_state(ranks[self.rank]["rng_minibatch"].cpu())
+            collector.load_state_dict(ranks[self.rank])  # the episodes go on where they were
+        self.log = CsvLog(self.run_dir / "log.csv" if self.run_dir else None,
+                          keep_below_iteration=self.start_iteration if self.saved is not None else None)
+        self.bar = self._exit.enter_context(tqdm(
+            desc=self.config.algo.upper(), disable=not (self.progress and self.is_main),
+            initial=self.start_iteration, total=self.iterations))
+        self.started = time.perf_counter()
+        return self.start_iteration
+
+    def _wall(self) -> float:
+        return self.spent + time.perf_counter() - self.started
+
+    def _rank_states(self) -> list | None:
+        """What differs by rank (random states, envs), every rank's on the main rank; every rank
+        calls this at each checkpoint (only when checkpoints are written)."""
+        if not self.checkpoints:
+            return None
+        return self.gather({"rng_torch": torch.get_rng_state(), "rng_minibatch": self.minibatch_order.get_state()}
+                           | self.collector.state_dict())  # the envs: accounts, random states, observations
+
+    def _checkpoint(self, iteration: int, ranks: list, selected_by: str = "validation sharpe") -> dict:
+        market, info = self.market.train, self.market.train.info
+        pipeline = {  # what turns bars into this agent's inputs: a backtest on any window reuses it
+            "feature_stats": {"names": list(market.feature_names), "mean": list(info["feature_mean"]),
+                              "std": list(info["feature_std"])} if "feature_mean" in info else None,
+            "indicators": info.get("indicators"), "user_factors": info.get("user_factors"),
+            "split_dates": {k: list(v) for k, v in getattr(self.market, "split_dates", {}).items()},
+            "source": market.source, "eval_every": self.eval_every,
+        }
+        return pipeline | {"selected_by": selected_by} | {
+            "model": self.agent.state_dict(), "optimizer": self.optimizer.state_dict(),
+            "config": config_to_dict(self.config), "env_config": config_to_dict(self.env_config),
+            "obs_dim": observation_size(market.num_stocks, market.num_features), "action_dim": market.num_stocks,
+            "iteration": iteration, "env_steps": self.env_steps, "best_valid_sharpe": self.best_sharpe,
+            "wall_seconds": self._wall(), "tickers": list(market.tickers), "feature_names": list(market.feature_names),
+        } | ranks[0] | ({"ranks": ranks} if len(ranks) > 1 else {})
+
+    def _validate(self, iteration: int, ranks: list | None) -> dict:
+        """Validate the current weights; keep them if they are the best so far; write the checkpoints."""
+        metrics = evaluate(self.agent, self.market.valid, self.env_config, device=self.device)
+        better = metrics["sharpe_ratio"] > self.best_sharpe
+        if better:
+            self.best_sharpe = metrics["sharpe_ratio"]
+            self.best_weights = {k: v.detach().clone() for k, v in self.agent.state_dict().items()}
+        state = self._checkpoint(iteration + 1, ranks) if self.checkpoint_dir else None
+        if better and state is not None:
+            atomic_save(state, self.checkpoint_dir / "best.pt")
+        if self.on_evaluation is not None:
+            self.on_evaluation({"iteration": iteration, "env_steps": self.env_steps, "metrics": metrics,
+                                "agent": self.agent, "is_best": metrics["sharpe_ratio"] >= self.best_sharpe})
+        if state is not None:
+            self.last_saved = atomic_save(state, self.checkpoint_dir / "last.pt")
+        return {f"valid/{k}": metrics[k] for k in ("sharpe_ratio", "cumulative_return", "max_drawdown")}
+
+    def after_iteration(self, iteration: int, rollout: Rollout, losses: dict) -> None:
+        """`learn`'s ``on_iteration``: count, log, and validate on schedule."""
+        self.iteration = iteration + 1
+        self.env_steps += rollout.rewards.numel() * self.world_size
+        episodes, wall = float(rollout.stats["episodes"]), self._wall()
+        row = {
+            "iteration": iteration, "env_steps": self.env_steps, "wall_seconds": wall,
+            "samples_per_s": self.env_steps / max(wall, 1e-9), "learning_rate": self.optimizer.param_groups[0]["lr"],
+            "train/episodes": episodes, "train/reward_mean": float(rollout.rewards.mean()),
+            "train/final_wealth": (float(rollout.stats["final_wealth_sum"]) / episodes / self.env_config.initial_cash
+                                   if episodes else math.nan),
+            **losses,
+        }
+        due = bool(self.eval_every) and (iteration % self.eval_every == 0 or iteration == self.iterations - 1)
+        ranks = self._rank_states() if due else None
+        if self.is_main and due:
+            row |= self._validate(iteration, ranks)
+        if self.is_main:
+            self.log.append(row)
+            if "valid/sharpe_ratio" in row:
+                self.bar.set_postfix(valid_sharpe=row["valid/sharpe_ratio"], best=self.best_sharpe, refresh=False)
+        self.bar.update()
+
+    def stopped(self, error: Exception) -> str:
+        """The one-line message of a run that cannot go on: what failed, where, and what was kept."""
+        kept = self.last_saved or ("none written yet" if self.checkpoint_dir else "no checkpoint (no out_dir)")
+        return f"{error}; stopped at iteration {self.iteration}, last good checkpoint: {kept}"
+
+    def result(self) -> TrainResult:
+        """The final files (without validation: the final weights as best.pt and last.pt) and the result."""
+        ranks = self._rank_states() if not self.eval_every and self.start_iteration < self.iterations else None
+        if self.checkpoint_dir and ranks is not None:
+            state = self._checkpoint(self.iterations, ranks, selected_by="final weights (no validation)")
+            atomic_save(state, self.checkpoint_dir / "best.pt")
+            atomic_save(state, self.checkpoint_dir / "last.pt")
+        wall_seconds = self._wall()
+        frame = self.log.frame()
+        if self.best_weights is not None:
+            self.agent.load_state_dict(self.best_weights)
+        if self.run_dir is not None and frame["valid/sharpe_ratio"].notna().any():
+            plot_learning_curve(frame, x="env_steps", y=("train/final_wealth", "valid/sharpe_ratio", "loss/entropy"),
+                                path=self.run_dir / "learning_curve.png")
+        self.agent.eval()
+        return TrainResult(self.agent, frame, self.env_steps, wall_seconds, self.best_sharpe, self.run_dir,
+                           world_size=self.world_size, workers=self.collector.num_workers)
+
+
 def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | None = None, *,
           out_dir: str | Path | None = None, eval_every: int = 5, progress: bool = True,
           resume: str | Path | None = None, distributed=None, worker_pool=None,
           overwrite: bool = False, on_evaluation: Callable[[dict], None] | None = None) -> TrainResult:
     """Train ``config.algo`` on ``market.train``; select the best checkpoint on ``market.valid``.
 
-    ``resume``: a ``last.pt`` to continue from (same curve as an uninterrupted run on CPU); it
-    must have been written with the same configs. ``out_dir`` may not hold another run unless
-    ``resume`` or ``overwrite`` (see `finrl_tutorial.training.runs`); it is locked while training.
-    ``eval_every``: validate (and checkpoint) every K iterations and after the last; 0 never
-    validates, and the final weights are saved as ``best.pt`` and ``last.pt`` at the end.
-    ``distributed`` (a `finrl_tutorial.training.distributed.DistributedContext`) and ``worker_pool``
-    (a `finrl_tutorial.training.workers.WorkerPool`) switch on the scale-out paths (book chapters 4 and 5);
-    without them this is one process with one batched env. ``on_evaluation`` is called after each
-    validation with ``{"iteration", "env_steps", "metrics", "agent", "is_best"}`` (the learning
-    benchmark uses it to follow every candidate checkpoint).
+    The loop is `finrl_tutorial.agents.learn`; this adds the run's files and validation
+    (`Bookkeeping`). ``resume``: a ``last.pt`` to continue from (same curve as an uninterrupted
+    run on CPU, with or without workers); it must have been written with the same configs.
+    ``out_dir`` may not hold another run unless ``resume`` or ``overwrite`` (see
+    `finrl_tutorial.training.runs`); it is locked while training. ``eval_every``: validate (and
+    checkpoint) every K iterations and after the last; 0 never validates, and the final weights
+    are saved as ``best.pt`` and ``last.pt`` at the end. The scale-out paths plug in: ``distributed``
+    is the `LearnerContext` (`DataParallelContext`, `DistributedContext`; default this process),
+    ``worker_pool`` the `Collector` (a `WorkerPool`; default one batched env here), book chapters 4
+    and 5. ``on_evaluation`` is called after each validation with ``{"iteration", "env_steps",
+    "metrics", "agent", "is_best"}`` (the learning benchmark follows every candidate with it).
     """
     check_int("train", "eval_every", eval_every, minimum=0)
-    is_main = (distributed.rank if distributed else 0) == 0
-    if out_dir is None or not is_main:
-        return _train(market, config, env_config, out_dir=None, eval_every=eval_every, progress=progress,
-                      resume=resume, distributed=distributed, worker_pool=worker_pool, on_evaluation=on_evaluation)
-    with runs.claim(out_dir, resume=resume is not None, overwrite=overwrite):
-        return _train(market, config, env_config, out_dir=out_dir, eval_every=eval_every, progress=progress,
-                      resume=resume, distributed=distributed, worker_pool=worker_pool, on_evaluation=on_evaluation)
-
-
-def _train(market, config: PPOConfig, env_config: EnvConfig | None, *, out_dir, eval_every: int, progress: bool,
-           resume, distributed, worker_pool, on_evaluation=None) -> TrainResult:
     env_config = env_config or EnvConfig()
-    rank = distributed.rank if distributed else 0
-    is_main = rank == 0
-    run_dir = Path(out_dir) if (out_dir is not None and is_main) else None
-    checkpoint_dir = run_dir / "checkpoints" if run_dir else None
-    device = torch.device(distributed.device) if distributed else require_device(config.device)
-    if resume is not None:  # checked before anything is built: a wrong file is one line, not a shape error
-        state = load_checkpoint(resume, device=device)
-        _same_settings(state["config"], config_to_dict(config), "agent settings", resume)
-        _same_settings(state["env_config"], config_to_dict(env_config), "env settings", resume)
-    if worker_pool is None:
-        check_memory(config, market.train, device)
-
-    seed = config.seed + 1000 * rank  # each rank its own env starts and noise, same initial weights
-    world_size = distributed.world_size if distributed else 1
-    if worker_pool is not None:
-        env = worker_pool
-    else:
-        start_window = None
-        if world_size > 1:  # each rank its own disjoint window of episode start days
-            start_window = shard_start_windows(market.train.num_days, world_size)[rank]
-        # actions come from the agent: a NaN there is a NaN in its weights, which `update` reports
-        env = VecStockTradingEnv(market.train, config.num_envs, env_config, device=device, seed=seed,
-                                 start_window=start_window, check_actions=False)
-    agent = initial_agent(market.train, config, env_config).to(device)
-    torch.manual_seed(seed)
-    learner = distributed.wrap(agent) if distributed else agent
-    optimizer = make_optimizer(agent, config)
-    minibatch_order = torch.Generator().manual_seed(seed)
-    rollout = Rollout.empty(config.horizon_len, env.num_envs, env.observation_dim, env.action_dim, device)
-    policy_loss = policy_loss_for(config)
-    all_reduce_mean = distributed.all_reduce_mean if distributed else (lambda x: x)
-
-    start_iteration, env_steps, best_sharpe, spent = 0, 0, -math.inf, 0.0
-    best_weights = None
-    last_saved = Path(resume) if resume is not None else None  # the last good checkpoint, for errors
-    obs, _ = env.reset(seed=seed)
-    if resume is not None:
-        load_weights(agent, state["model"], resume)
-        optimizer.load_state_dict(state["optimizer"])
-        start_iteration, env_steps = state["iteration"], state["env_steps"]
-        best_sharpe, spent = state["best_valid_sharpe"], state["wall_seconds"]
-        best_path = Path(resume).with_name("best.pt")
-        if best_path.exists():
-            best_weights = load_checkpoint(best_path, device=device)["model"]
-        torch.set_rng_state(state["rng_torch"])
-        minibatch_order.set_state(state["rng_minibatch"])
-        if worker_pool is None:
-            env.rng_state.copy_(state["rng_env"].to(device))
-            env.account = Account(**{k: v.to(device) for k, v in state["env_account"].items()})
-            obs = state["obs"].to(device)
-    log = CsvLog(run_dir / "log.csv" if run_dir else None,
-                 keep_below_iteration=start_iteration if resume is not None else None)
-
-    info = market.train.info
-    pipeline = {  # what turns bars into this agent's inputs: a backtest on any window reuses it
-        "feature_stats": {"names": list(market.train.feature_names), "mean": list(info["feature_mean"]),
-                          "std": list(info["feature_std"])} if "feature_mean" in info else None,
-        "indicators": info.get("indicators"), "user_factors": info.get("user_factors"),
-        "split_dates": {k: list(v) for k, v in getattr(market, "split_dates", {}).items()},
-        "source": market.train.source, "eval_every": eval_every,
-    }
-
-    def checkpoint(iteration: int, selected_by: str = "validation sharpe") -> dict:
-        state = pipeline | {"selected_by": selected_by} | {
-            "model": agent.state_dict(), "optimizer": optimizer.state_dict(), "config": config_to_dict(config),
-            "env_config": config_to_dict(env_config), "obs_dim": env.observation_dim, "action_dim": env.action_dim,
-            "iteration": iteration, "env_steps": env_steps, "best_valid_sharpe": best_sharpe,
-            "wall_seconds": spent + time.perf_counter() - started, "tickers": list(market.train.tickers),
-            "feature_names": list(market.train.feature_names), "rng_torch": torch.get_rng_state(),
-            "rng_minibatch": minibatch_order.get_state(), "obs": obs.cpu(),
-        }
-        if worker_pool is None:
-            state |= {"rng_env": env.rng_state.cpu(), "env_account": _account_state(env)}
-        return state
-
-    # total_steps counts the env steps of all ranks together
-    iterations = max(1, config.total_steps // (config.rollout_size * world_size))
-    started = time.perf_counter()
-    bar = tqdm(range(start_iteration, iterations), desc=config.algo.upper(), disable=not (progress and is_main),
-               initial=start_iteration, total=iterations)
-    for iteration in bar:
-        if config.anneal_lr:
-            optimizer.param_groups[0]["lr"] = config.learning_rate * (1.0 - iteration / iterations)
-        if worker_pool is not None:
-            rollout = worker_pool.collect(agent, config.horizon_len)
-        else:
-            agent.eval()
-            obs = collect_rollout(env, agent, rollout, obs)
-        agent.train()
-        try:  # with workers, the update borrows their cores: they are idle until the next collect
-            with worker_pool.update_threads() if worker_pool is not None else contextlib.nullcontext():
-                losses = update(learner, optimizer, rollout, config, policy_loss, minibatch_order, all_reduce_mean)
-        except FloatingPointError as error:
-            kept = last_saved or ("none written yet" if checkpoint_dir else "no checkpoint (no out_dir)")
-            raise TrainingError(f"{error}; stopped at iteration {iteration}, last good checkpoint: {kept}") from None
-        env_steps += rollout.rewards.numel() * world_size
-        episodes = float(rollout.stats["episodes"])
-        wall = spent + time.perf_counter() - started
-        row = {
-            "iteration": iteration, "env_steps": env_steps, "wall_seconds": wall,
-            "samples_per_s": env_steps / max(wall, 1e-9), "learning_rate": optimizer.param_groups[0]["lr"],
-            "train/episodes": episodes, "train/reward_mean": float(rollout.rewards.mean()),
-            "train/final_wealth": (float(rollout.stats["final_wealth_sum"]) / episodes / env_config.initial_cash
-                                   if episodes else math.nan),
-            **losses,
-        }
-        last = iteration == iterations - 1
-        if is_main and (eval_every and (iteration % eval_every == 0 or last)):
-            metrics = evaluate(agent, market.valid, env_config, device=device)
-            row |= {f"valid/{k}": metrics[k] for k in ("sharpe_ratio", "cumulative_return", "max_drawdown")}
-            if metrics["sharpe_ratio"] > best_sharpe:
-                best_sharpe = metrics["sharpe_ratio"]
-                best_weights = {k: v.detach().clone() for k, v in agent.state_dict().items()}
-                if checkpoint_dir:
-                    atomic_save(checkpoint(iteration + 1), checkpoint_dir / "best.pt")
-            if on_evaluation is not None:
-                on_evaluation({"iteration": iteration, "env_steps": env_steps, "metrics": metrics, "agent": agent,
-                               "is_best": metrics["sharpe_ratio"] >= best_sharpe})
-            if checkpoint_dir:
-                last_saved = atomic_save(checkpoint(iteration + 1), checkpoint_dir / "last.pt")
-        if is_main:
-            log.append(row)
-            if "valid/sharpe_ratio" in row:
-                bar.set_postfix(valid_sharpe=row["valid/sharpe_ratio"], best=best_sharpe, refresh=False)
-    if checkpoint_dir and not eval_every and start_iteration < iterations:
-        # no validation ever chose weights: keep the final ones, as best.pt (for backtest) and last.pt (resume)
-        atomic_save(checkpoint(iterations, selected_by="final weights (no validation)"), checkpoint_dir / "best.pt")
-        atomic_save(checkpoint(iterations, selected_by="final weights (no validation)"), checkpoint_dir / "last.pt")
-    wall_seconds = spent + time.perf_counter() - started
-
-    frame = log.frame()
-    if best_weights is not None:
-        agent.load_state_dict(best_weights)
-    if run_dir is not None and frame["valid/sharpe_ratio"].notna().any():
-        plot_learning_curve(frame, x="env_steps", y=("train/final_wealth", "valid/sharpe_ratio", "loss/entropy"),
-                            path=run_dir / "learning_curve.png")
-    agent.eval()
-    return TrainResult(agent, frame, env_steps, wall_seconds, best_sharpe, run_dir,
-                       world_size=world_size,
-                       workers=worker_pool.num_workers if worker_pool is not None else 0)
+    context = distributed or SingleProcessContext(require_device(config.device))  # where the update runs
+    with Bookkeeping(market, config, env_config, context, out_dir=out_dir, eval_every=eval_every, progress=progress,
+                     resume=resume, overwrite=overwrite, on_evaluation=on_evaluation) as book:
+        seed = config.seed + 1000 * context.rank  # each rank its own env starts and noise, same initial weights
+        collector = worker_pool or batched_env_collector(market.train, config, env_config, context, seed)
+        agent = initial_agent(market.train, config, env_config).to(context.device)
+        torch.manual_seed(seed)
+        optimizer = make_optimizer(agent, config)
+        minibatch_order = torch.Generator().manual_seed(seed)
+        collector.reset(seed=seed)
+        start = book.start(agent, optimizer, minibatch_order, collector)  # a resumed run's state, if any
+        try:
+            learn(collector, agent, config, optimizer=optimizer, on_iteration=book.after_iteration, context=context,
+                  start_iteration=start, minibatch_order=minibatch_order)
+        except FloatingPointError as error:  # non-finite loss or weights: stop, and say what was kept
+            raise TrainingError(book.stopped(error)) from None
+        return book.result()

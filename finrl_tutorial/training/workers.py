@@ -123,6 +123,19 @@ def _worker_main(index: int, market: MarketData, env_config: EnvConfig, num_envs
                 obs, _ = env.reset(seed=message[1])
                 obs_buffer.copy_(obs)
                 conn.send(("done",))
+            elif message[0] == "state":  # numpy arrays: they pickle by value through the pipe
+                conn.send(("state", {"obs": obs.numpy().copy(), "rng_env": env.rng_state.numpy().copy(),
+                                     "rng_torch": torch.get_rng_state().numpy().copy(),
+                                     "env_account": {k: v.numpy().copy() for k, v in env.account._asdict().items()}}))
+            elif message[0] == "load":
+                state = message[1]
+                env.rng_state.copy_(torch.from_numpy(state["rng_env"]))
+                for name, tensor in env.account._asdict().items():
+                    tensor.copy_(torch.from_numpy(state["env_account"][name]))
+                torch.set_rng_state(torch.from_numpy(state["rng_torch"]))
+                obs = torch.from_numpy(state["obs"]).to(obs.dtype)
+                obs_buffer.copy_(obs)
+                conn.send(("done",))
             elif message[0] == "crash":  # for tests: fail the way a bug would
                 raise RuntimeError(message[1])
             elif message[0] == "close":
@@ -153,10 +166,13 @@ def _describe_exit(code: int | None) -> str:
 class WorkerPool:
     """``num_workers`` rollout processes, each with a live `VecStockTradingEnv` on its data shard.
 
-    The trainer uses ``num_envs`` (all workers together), ``observation_dim``, ``action_dim``,
-    ``num_workers``, ``reset(seed)``, ``collect(agent, horizon_len)`` and ``close()``. The
-    envs run on the CPU whatever ``config.device`` is; the rollout is moved to the agent's device.
-    Use as a context manager or call `close` (it is safe to call twice).
+    A `finrl_tutorial.agents.Collector`, like the in-process `finrl_tutorial.agents.EnvCollector`:
+    ``reset(seed)``, ``collect(agent, horizon_len)``, ``update_threads()``, ``state_dict()`` /
+    ``load_state_dict()`` (every worker's accounts, env and torch random states and observations,
+    so a resumed run continues the same episodes) and ``close()``; also ``num_envs`` (all
+    workers together), ``observation_dim``, ``action_dim`` and ``num_workers``. The envs run on
+    the CPU whatever ``config.device`` is; the rollout is moved to the agent's device. Use as a
+    context manager or call `close` (it is safe to call twice).
 
     ``timeout_s`` bounds every wait for the workers (start-up, one reset, one rollout): past it
     the run ends with a `WorkerError` instead of hanging.
@@ -322,6 +338,35 @@ class WorkerPool:
         stats = {"episodes": torch.tensor(episodes, device=device),
                  "final_wealth_sum": torch.tensor(final_wealth, device=device)}
         return Rollout(**tensors, stats=stats)
+
+    def state_dict(self) -> dict:
+        """Every worker's env state (accounts, env and torch random states, observations), for a
+        checkpoint: ``{"obs": [num_envs, obs_dim], "workers": [one dict per worker]}``."""
+        for k in range(self.num_workers):
+            self._send(k, ("state",))
+        states = [reply[1] for reply in self._gather("state")]
+        workers = [{"obs": torch.from_numpy(s["obs"]), "rng_env": torch.from_numpy(s["rng_env"]),
+                    "rng_torch": torch.from_numpy(s["rng_torch"]),
+                    "env_account": {k: torch.from_numpy(v) for k, v in s["env_account"].items()}} for s in states]
+        return {"obs": torch.cat([w["obs"] for w in workers]), "workers": workers}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue every worker's episodes from a `state_dict` (of a pool with as many workers
+        and envs per worker); anything else is refused in one line."""
+        workers = state.get("workers")
+        if workers is None:
+            raise InputError("the checkpoint holds no rollout workers' env state (it was written without workers, "
+                             "or by an older version): resume with the --workers it was started with")
+        counts = [int(w["obs"].shape[0]) for w in workers]
+        if counts != self.env_counts:
+            raise InputError(f"the checkpoint was written by {len(workers)} rollout workers with {counts} envs, "
+                             f"this pool has {self.num_workers} with {self.env_counts}: resume with the --workers "
+                             "and --num-envs it was started with")
+        for k, worker in enumerate(workers):
+            self._send(k, ("load", {"obs": worker["obs"].cpu().numpy(), "rng_env": worker["rng_env"].cpu().numpy(),
+                                    "rng_torch": worker["rng_torch"].cpu().numpy(),
+                                    "env_account": {n: v.cpu().numpy() for n, v in worker["env_account"].items()}}))
+        self._gather("load")
 
     def update_threads(self):
         """Context manager for the learner's update: ``learner_threads`` torch threads (the
