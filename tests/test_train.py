@@ -24,7 +24,7 @@ from finrl_tutorial.agents import ppo as ppo_module  # the loop (learn) and its 
 from finrl_tutorial.training import WorkerPool
 from finrl_tutorial.training.experiment import run_experiment
 
-trainer_module = importlib.import_module("finrl_tutorial.training.trainer")  # `training.train` is the function
+from finrl_tutorial.training import trainer as trainer_module  # noqa: E402
 
 torch.set_num_threads(1)
 pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword in DataFrame.set_index")
