@@ -1,7 +1,6 @@
 """The trainer (files, seeds, resume, NaN stop), atomic checkpoints, the experiment report and the
 backtest runner, on the embedded sse15 sample with tiny budgets."""
 import ast
-import importlib
 import inspect
 import json
 import math
