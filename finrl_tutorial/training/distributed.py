@@ -103,6 +103,7 @@ class DistributedContext:
         self.world_size = world_size
         self.local_rank = local_rank
         self.device = device
+        self.is_main = rank == 0  # rank 0 validates, logs and writes the run folder
 
     @classmethod
     def from_env(cls, device=None, timeout_s: float = 600.0) -> "DistributedContext":
