@@ -6,6 +6,7 @@ Speed is measured by ``python -m finrl_tutorial bench scale``, never here.
 import importlib
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -22,14 +23,16 @@ from finrl_tutorial.backtest.runner import agent_policy, random_baseline, run_po
 from finrl_tutorial.data import load_market, prepare_market
 from finrl_tutorial.envs import EnvConfig, shard_start_windows
 from finrl_tutorial.envs.core import start_day_range
+from finrl_tutorial.training import ddp_equivalence, equivalence
 from finrl_tutorial.training.distributed import DataParallelContext, DistributedContext
 from finrl_tutorial.training.experiment import run_experiment
 from finrl_tutorial.training import load_checkpoint
 from finrl_tutorial.training.trainer import train
 from finrl_tutorial.training.workers import WorkerError, WorkerPool, split_envs
 
+HERE = Path(__file__).resolve().parent  # the tests folder: ddp_resume_worker.py lives here
+
 ROOT = Path(__file__).resolve().parents[1]
-HERE = Path(__file__).resolve().parent
 # stockstats (a dependency) calls set_index(inplace=True), deprecated in pandas 3.1: not our concern here
 pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword in DataFrame.set_index")
 EDGE_ENV = EnvConfig(action_mode="weights", episode_days=40)
@@ -230,23 +233,20 @@ def test_ddp_update_on_two_halves_equals_one_process_on_the_whole_batch(tmp_path
     off because it would use each half's own mean and std; several minibatches would draw
     different samples per rank. The optimiser steps (Adam, gradient clipping) then see the same
     gradient on every rank. Three updates in a row check that Adam's state stays in step too.
+    The check lives in the package (`finrl_tutorial.training.ddp_equivalence`): chapter 5 runs it too.
     """
-    sys.path.insert(0, str(HERE))
-    try:
-        import ddp_equivalence_worker as helper
-    finally:
-        sys.path.remove(str(HERE))
-    completed = subprocess.run([sys.executable, str(HERE / "ddp_equivalence_worker.py"), str(tmp_path)],
-                               env=_subprocess_env(), capture_output=True, text=True, timeout=180)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    reference, reference_losses = helper.single_process_weights()
-    initial = helper.initial_agent().state_dict()
+    result = ddp_equivalence(tmp_path)  # two spawned gloo ranks, then one process on the whole rollout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rank0.pt", "rank1.pt"]
+    reference, reference_losses, initial = result.whole, result.whole_losses, result.initial
     assert max((reference[k] - initial[k]).abs().max().item() for k in reference) > 1e-3  # it did learn
-    ranks = [torch.load(tmp_path / f"rank{r}.pt") for r in (0, 1)]
+    ranks = result.ranks
     for rank in ranks:
         for name, value in reference.items():
             torch.testing.assert_close(rank["state"][name], value, rtol=0, atol=1e-6)
-        assert [losses["loss/minibatches"] for losses in rank["losses"]] == [1] * helper.UPDATES
+        assert [losses["loss/minibatches"] for losses in rank["losses"]] == [1] * equivalence.UPDATES
+    differences = result.differences()
+    assert max(d["rank 0 vs rank 1"] for d in differences.values()) == 0.0
+    assert max(d["rank 0 vs one process"] for d in differences.values()) < 1e-6
     # each rank logs its local losses; their mean is the whole batch's loss
     for key in ("loss/policy", "loss/value", "loss/entropy"):
         mean = (ranks[0]["losses"][0][key] + ranks[1]["losses"][0][key]) / 2
@@ -387,22 +387,28 @@ def test_bench_scale_writes_records_json_and_plots(tmp_path):
     from finrl_tutorial import bench
     from finrl_tutorial.cli import build_parser
 
-    args = build_parser().parse_args(["bench", "scale", "--layouts", "single", "vec", "vmap", "workers",
-                                      "--processes", "1", "--num-envs", "1", "8", "--loop-max-envs", "8",
-                                      "--layout-envs", "8", "--loop-iterations", "1", "--seconds", "0.05",
-                                      "--repeats", "2",
-                                      "--stocks", "3", "--out", str(tmp_path)])
+    argv = ["bench", "scale", "--layouts", "single", "vec", "vmap", "workers", "trainer", "--processes", "1",
+            "--num-envs", "1", "8", "--loop-max-envs", "8", "--layout-envs", "8", "--loop-iterations", "1",
+            "--seconds", "0.05", "--repeats", "2", "--stocks", "3", "--out", str(tmp_path)]
+    args = build_parser().parse_args(argv)
     records = list(bench.run(args))
     assert [(r["layout"], r["processes"], r["num_envs"]) for r in records] == [
-        ("single", 1, 1), ("vec", 1, 1), ("vec", 1, 8), ("vmap", 1, 1), ("vmap", 1, 8), ("workers", 1, 8)]
+        ("single", 1, 1), ("vec", 1, 1), ("vec", 1, 8), ("vmap", 1, 1), ("vmap", 1, 8), ("trainer", 1, 8),
+        ("workers", 1, 8)]
     for record in records:
         assert record["stocks"] == 3 and "cpu_count" in record and "date" in record
+        assert record["machine"]["cpu_count"] == record["cpu_count"] and len(record["loadavg"]) == 3
         assert record.get("env_steps_per_s", 1) > 0 and record.get("samples_per_s", 1) > 0
-    assert all("samples_per_s" in r for r in records if r["layout"] in ("vec", "workers"))
-    workers = records[-1]
+        # the command reproduces the run: it parses back to the same arguments
+        command = shlex.split(record["command"])
+        assert command[:3] == ["python", "-m", "finrl_tutorial"]
+        assert vars(build_parser().parse_args(command[3:])) == vars(args)
+    assert all("samples_per_s" in r for r in records if r["layout"] in ("vec", "workers", "trainer"))
+    trainer, workers = records[-2:]
     assert workers["rollout_env_steps_per_s"] > 0 and workers["learner_threads"] == 1
-    assert workers["repeats"] == len(workers["runs"]) == 2  # the median of two interleaved runs
-    assert workers["samples_per_s"] == pytest.approx(np.median([run["samples_per_s"] for run in workers["runs"]]))
+    for record in (trainer, workers):  # the median of two interleaved runs, each with its load
+        assert record["repeats"] == len(record["runs"]) == 2 and all(len(run["loadavg"]) == 3 for run in record["runs"])
+        assert record["samples_per_s"] == pytest.approx(np.median([run["samples_per_s"] for run in record["runs"]]))
     saved = json.loads((tmp_path / "scale.json").read_text())
     assert len(saved["records"]) == len(records)
     assert (tmp_path / "env_steps.png").stat().st_size > 0 and (tmp_path / "samples.png").stat().st_size > 0

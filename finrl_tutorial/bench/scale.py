@@ -18,22 +18,30 @@ ddp         P processes, each with a batched env of ``--layout-envs`` sub-envs: 
 workers     one learner and P `WorkerPool` rollout processes, each with a batched env of
             ``--layout-envs`` sub-envs (as in the ddp layout): samples/s of a training run
             through the trainer (its update on P threads, the workers' idle cores), and
-            env-steps/s of the pool's rollouts alone
+            env-steps/s of the pool's rollouts alone; for P > 1 also as ``workers_1thread``,
+            the same pool with the update kept on one thread
+trainer     the in-process trainer (no pool) with one batched env of ``--layout-envs``
+            sub-envs, measured by the same function as the workers layout: its baseline
 ==========  ==================================================================================
 
 One JSON record per measurement (``layout``, ``processes``, ``num_envs`` — all sub-envs of all
-processes —, ``env_steps_per_s`` and/or ``samples_per_s``, and `finrl_tutorial.bench.machine`);
+processes —, ``env_steps_per_s`` and/or ``samples_per_s``, `finrl_tutorial.bench.machine` both
+flat and under ``machine``, ``loadavg``: `os.getloadavg` when the record was made, so a reader
+sees how busy a shared machine was, and ``command``: the command line that reproduces the run);
 all of them also go to ``--out``/``scale.json`` with two bar charts, ``env_steps.png`` and
 ``samples.png``. The ddp and workers layouts are measured ``--repeats`` times, the process
-counts interleaved, and report the median (the single runs under ``runs``): on a shared machine
-one run of a process layout can be off by tens of percent. The default sweep takes about four
-minutes on two CPU cores; add ``--max-num-envs 262144`` on a GPU. Samples/s leave out one warm-up
+counts interleaved, and report the median (the single runs under ``runs``, each with its
+``loadavg``): on a shared machine
+one run of a process layout can be off by tens of percent. The default sweep took about four
+minutes on two quiet CPU cores (2026-11-30) and far longer on a busy one (load average 10); add ``--max-num-envs 262144`` on a GPU. Samples/s leave out one warm-up
 iteration, and no layout counts process start-up. The ddp layout's env-steps/s assumes the processes really run in
 parallel: on a machine with fewer free cores than ``--processes`` it cannot scale.
 """
 from __future__ import annotations
 
+import functools
 import os
+import shlex
 import socket
 import statistics
 import time
@@ -56,12 +64,12 @@ from .common import market_with_stocks
 from .env import measure_env
 from .train import measure_loop
 
-LAYOUTS = ("single", "subproc", "vec", "vmap", "ddp", "workers")
+LAYOUTS = ("single", "subproc", "vec", "vmap", "ddp", "workers", "trainer")
 
 
 def add_arguments(kinds) -> None:
     parser = kinds.add_parser("scale", help="env-steps/s and samples/s of single | subproc | vec | vmap | ddp | "
-                                            "workers layouts, with a JSON file and plots")
+                                            "workers | trainer layouts, with a JSON file and plots")
     parser.add_argument("--layouts", nargs="+", choices=LAYOUTS, default=list(LAYOUTS))
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 2],
                         help="process counts of the subproc, ddp and workers layouts")
@@ -75,7 +83,8 @@ def add_arguments(kinds) -> None:
     parser.add_argument("--loop-iterations", type=int, default=3,
                         help="measured training iterations per samples/s figure (after one warm-up iteration)")
     parser.add_argument("--repeats", type=int, default=3,
-                        help="runs of each process count of the ddp and workers layouts (median reported)")
+                        help="runs of each configuration of the ddp, workers and trainer layouts (median "
+                             "reported, every run kept)")
     parser.add_argument("--seconds", type=float, default=1.0, help="time per env-steps/s measurement")
     parser.add_argument("--stocks", type=int, default=30, help="columns (the sample's 15 stocks repeated)")
     parser.add_argument("--device", default="cpu")
@@ -92,9 +101,32 @@ def default_sweep(max_num_envs: int) -> list[int]:
     return sizes + [max_num_envs]
 
 
-def _record(layout: str, processes: int, num_envs: int, stocks: int, device, **values) -> dict:
+def command_line(args) -> str:
+    """The command that reproduces this run (every option explicit)."""
+    parts = ["python", "-m", "finrl_tutorial", "bench", "scale", "--layouts", *args.layouts,
+             "--processes", *map(str, args.processes)]
+    if args.num_envs:
+        parts += ["--num-envs", *map(str, args.num_envs)]
+    parts += ["--max-num-envs", str(args.max_num_envs), "--loop-max-envs", str(args.loop_max_envs),
+              "--layout-envs", str(args.layout_envs), "--loop-iterations", str(args.loop_iterations),
+              "--repeats", str(args.repeats), "--seconds", str(args.seconds), "--stocks", str(args.stocks),
+              "--device", str(args.device), "--out", str(args.out), "--threads", str(args.threads)]
+    return shlex.join(parts)
+
+
+def loadavg() -> list[float] | None:
+    """The 1-, 5- and 15-minute load averages (None where the OS has none, e.g. Windows)."""
+    try:
+        return [round(value, 2) for value in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
+def _make_record(layout: str, processes: int, num_envs: int, stocks: int, device, command: str = "",
+                 **values) -> dict:
+    here = machine()
     return {"bench": "scale", "layout": layout, "processes": processes, "num_envs": num_envs, "stocks": stocks,
-            "device": str(device), **values, **machine()}
+            "device": str(device), **values, "loadavg": loadavg(), "command": command, **here, "machine": here}
 
 
 def _free_port() -> int:
@@ -189,6 +221,7 @@ def measure_layouts(args, prepared: PreparedMarket):
     device, stocks = torch.device(args.device), market.num_stocks
     sweep = args.num_envs or default_sweep(args.max_num_envs)
     layouts = args.layouts
+    _record = functools.partial(_make_record, command=command_line(args))
     if "single" in layouts:
         record = measure_env("single", market, 1, "cpu", args.seconds)
         yield _record("single", 1, 1, stocks, "cpu", env_steps_per_s=record["env_steps_per_s"])
@@ -207,26 +240,37 @@ def measure_layouts(args, prepared: PreparedMarket):
                            "rollout_env_steps_per_s": loop["rollout_env_steps_per_s"]}
             yield _record(layout, 1, num_envs, stocks, device, **values)
     if "ddp" in layouts:
-        yield from _repeated("ddp", args, lambda processes: _ddp_once(args, prepared, processes), stocks, device)
+        configurations = [("ddp", p, functools.partial(_ddp_once, args, prepared, p)) for p in args.processes]
+        yield from _repeated(configurations, args.repeats, _record, stocks, device)
+    configurations = []
+    if "trainer" in layouts:
+        configurations.append(("trainer", 1, functools.partial(_trainer_once, args, prepared)))
     if "workers" in layouts:
-        yield from _repeated("workers", args, lambda processes: _workers_once(args, prepared, processes),
-                             stocks, device)
+        for p in args.processes:
+            configurations.append(("workers", p, functools.partial(_workers_once, args, prepared, p)))
+            if p > 1:  # the same pool without the borrowed threads: what they add
+                configurations.append(("workers_1thread", p,
+                                       functools.partial(_workers_once, args, prepared, p, learner_threads=1)))
+    if configurations:
+        yield from _repeated(configurations, args.repeats, _record, stocks, device)
 
 
-def _repeated(layout: str, args, measure, stocks: int, device):
-    """Measure each process count of a process layout ``--repeats`` times, interleaved (1, 2, 1,
-    2, …, so that a slow spell of a shared machine hits every count alike); one record per count
-    with the median of every rate and the single runs under ``runs``."""
-    runs = {processes: [] for processes in args.processes}
-    for _ in range(args.repeats):
-        for processes in args.processes:
-            runs[processes].append(measure(processes))
-    for processes, measured in runs.items():
+def _repeated(configurations, repeats: int, record, stocks: int, device):
+    """Measure each ``(layout, processes, measure)`` configuration ``repeats`` times, interleaved
+    (A, B, C, A, B, C, …, so that a slow spell of a shared machine hits every configuration
+    alike); one record per configuration with the median of every rate and the single runs,
+    each with its load average, under ``runs``."""
+    runs = {(layout, processes): [] for layout, processes, _ in configurations}
+    for _ in range(repeats):
+        for layout, processes, measure in configurations:
+            runs[layout, processes].append(measure() | {"loadavg": loadavg()})
+    for (layout, processes), measured in runs.items():
         rates = {key: statistics.median(run[key] for run in measured)
                  for key in measured[0] if key.endswith("_per_s")}
-        fixed = {key: value for key, value in measured[0].items() if not key.endswith("_per_s")}
-        yield _record(layout, processes, fixed.pop("num_envs"), stocks, device, **rates, **fixed,
-                      repeats=len(measured), runs=[{k: v for k, v in run.items() if k in rates} for run in measured])
+        fixed = {key: value for key, value in measured[0].items() if not key.endswith("_per_s") and key != "loadavg"}
+        yield record(layout, processes, fixed.pop("num_envs"), stocks, device, **rates, **fixed,
+                     repeats=len(measured),
+                     runs=[{k: v for k, v in run.items() if k in rates or k == "loadavg"} for run in measured])
 
 
 def _ddp_once(args, prepared: PreparedMarket, processes: int) -> dict:
@@ -236,10 +280,17 @@ def _ddp_once(args, prepared: PreparedMarket, processes: int) -> dict:
             "samples_per_s": next(value for kind, rank, value in answers if kind == "loop" and rank == 0)}
 
 
-def _workers_once(args, prepared: PreparedMarket, processes: int) -> dict:
+def _trainer_once(args, prepared: PreparedMarket) -> dict:
+    config = _loop_config(args.layout_envs, torch.device(args.device), args.loop_iterations + 1)
+    return {"num_envs": config.num_envs, "envs_per_process": args.layout_envs, "learner_threads": 1,
+            "samples_per_s": _train_samples_per_s(prepared, config)}
+
+
+def _workers_once(args, prepared: PreparedMarket, processes: int, learner_threads: int | None = None) -> dict:
     # like the ddp layout: every process its own batched env of --layout-envs sub-envs
     config = _loop_config(args.layout_envs * processes, torch.device(args.device), args.loop_iterations + 1)
-    with WorkerPool(prepared.train, config, num_workers=processes, seed=config.seed) as pool:
+    with WorkerPool(prepared.train, config, num_workers=processes, seed=config.seed,
+                    learner_threads=learner_threads) as pool:
         samples = _train_samples_per_s(prepared, config, worker_pool=pool)
         collected = _pool_env_steps_per_s(pool, config, args.loop_iterations)
     return {"num_envs": config.num_envs, "envs_per_process": args.layout_envs, "learner_threads": pool.learner_threads,
@@ -252,6 +303,8 @@ def _label(record: dict) -> str:
         return "single"
     if layout == "subproc":
         return f"subproc ×{processes}"
+    if layout == "trainer":
+        return f"in-process trainer ({num_envs:,} envs)"
     if layout in ("vec", "vmap"):
         return f"{layout} {num_envs:,}"
     return f"{layout} ×{processes} ({num_envs:,} envs)"
