@@ -8,7 +8,10 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import shlex
+import sys
 import time
+from pathlib import Path
 
 import torch
 
@@ -55,17 +58,46 @@ def add_arguments(parser) -> None:
         module.add_arguments(kinds)
 
 
+def command_line(argv: list[str] | None = None) -> str:
+    """The command line of this process, as typed: ``python -m finrl_tutorial …`` when it runs the
+    package's ``__main__`` (``sys.argv[0]`` is then the path of ``__main__.py``)."""
+    argv = list(sys.argv if argv is None else argv)
+    head = Path(argv[0]) if argv else Path()
+    if head.name == "__main__.py" and head.parent.name == "finrl_tutorial":
+        return shlex.join(["python", "-m", "finrl_tutorial", *argv[1:]])
+    return shlex.join(argv)
+
+
 def run(args):
-    """Yield the JSON records of the chosen benchmark."""
+    """Yield the JSON records of the chosen benchmark, each with the ``command`` that made it
+    (a benchmark that writes its own, like ``bench peers``, keeps it)."""
     from . import env, gpu, learn, peers, scale, train
 
     torch.set_num_threads(getattr(args, "threads", 1) or 1)
     module = {"env": env, "train": train, "scale": scale, "gpu": gpu, "peers": peers, "learn": learn}[args.bench]
-    yield from module.run(args)
+    command = command_line()
+    for record in module.run(args):
+        yield {**record, "command": record.get("command", command)} if isinstance(record, dict) else record
 
 
 # The measuring functions the book calls (imported last: these modules import the helpers above).
 from .env import measure_env  # noqa: E402
 from .train import measure_loop  # noqa: E402
+from .report import (  # noqa: E402
+    env_throughput_table,
+    full_run_commentary,
+    gpu_summary,
+    loop_cost_lines,
+    peer_ratio_table,
+    peer_summary,
+    peer_table,
+    peer_target_lines,
+    provenance,
+    scale_findings,
+    scale_label,
+    scale_spread,
+)
 
-__all__ = ["machine", "market_with_stocks", "measure_env", "measure_loop", "timed"]
+__all__ = ["command_line", "env_throughput_table", "full_run_commentary", "gpu_summary", "loop_cost_lines",
+           "machine", "market_with_stocks", "measure_env", "measure_loop", "peer_ratio_table", "peer_summary",
+           "peer_table", "peer_target_lines", "provenance", "scale_findings", "scale_label", "scale_spread", "timed"]
