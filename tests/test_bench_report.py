@@ -53,9 +53,9 @@ def test_scale_findings_compare_two_processes_with_one_and_batched_with_subproc(
     ]
     lines = scale_findings(records)
     assert lines[0] == ("* DDP, 2 ranks vs 1: 1.50× the training samples/s (256 envs per rank); "
-                        "env steps/s of the two ranks together 1.80× one rank's.")
+                        "env-steps/s of the two ranks together 1.80× one rank's.")
     assert lines[1] == "* ddp: 2 vs 1 run by run (interleaved pairs): 1.50×, 2.00×"
-    assert lines[-1] == "* One batched env at its best: 5,000 env steps/s, 50× the best subprocess VecEnv."
+    assert lines[-1] == "* One batched env at its best: 5,000 env-steps/s, 50× the best subprocess VecEnv."
     assert [scale_label(r) for r in records] == ["subproc ×2", "vec 1,024", "ddp ×1 (256 envs)", "ddp ×2 (512 envs)"]
     assert scale_spread(records) == pytest.approx({"ddp ×1 (256 envs)": 10 / 95, "ddp ×2 (512 envs)": 30 / 165})
     # an older record without repeats or the workers layout is still read

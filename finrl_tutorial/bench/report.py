@@ -110,7 +110,7 @@ def scale_findings(scale_records: Iterable[dict] | pd.DataFrame) -> list[str]:
                      f"{int(two['learner_threads'])} thread(s)")
         line += ")"
         if layout == "ddp" and _present(part, "env_steps_per_s"):
-            line += (f"; env steps/s of the two ranks together "
+            line += (f"; env-steps/s of the two ranks together "
                      f"{two['env_steps_per_s'] / one['env_steps_per_s']:.2f}× one rank's")
         if layout == "workers" and _present(part, "rollout_env_steps_per_s"):
             line += f"; the rollout alone {two['rollout_env_steps_per_s'] / one['rollout_env_steps_per_s']:.2f}×"
@@ -125,7 +125,7 @@ def scale_findings(scale_records: Iterable[dict] | pd.DataFrame) -> list[str]:
     best_vec = scale.loc[scale["layout"] == "vec", "env_steps_per_s"].max()
     best_subproc = scale.loc[scale["layout"] == "subproc", "env_steps_per_s"].max()
     if math.isfinite(best_vec) and math.isfinite(best_subproc):
-        lines.append(f"* One batched env at its best: {best_vec:,.0f} env steps/s, "
+        lines.append(f"* One batched env at its best: {best_vec:,.0f} env-steps/s, "
                      f"{best_vec / best_subproc:,.0f}× the best subprocess VecEnv.")
     return lines
 
@@ -147,17 +147,17 @@ def scale_spread(scale_records: Iterable[dict] | pd.DataFrame, key: str = "sampl
 
 def gpu_summary(gpu_records: Iterable[dict] | pd.DataFrame, reference: float) -> list[str]:
     """Sentences from ``bench gpu`` records: the best env rate, the rate at 4,096 envs × 15 stocks,
-    each against ``reference`` env steps/s, and the rollout and training rates."""
+    each against ``reference`` env-steps/s, and the rollout and training rates."""
     gpu = _frame(gpu_records)
     sweep = gpu[(gpu["bench"] == "env") & gpu["env_steps_per_s"].notna()] if "env_steps_per_s" in gpu else gpu.iloc[:0]
     lines = []
     if len(sweep):
         best = sweep["env_steps_per_s"].max()
-        lines.append(f"Best measured: {best:,.0f} env steps/s ({best / reference:,.0f}× the reference).")
+        lines.append(f"Best measured: {best:,.0f} env-steps/s ({best / reference:,.0f}× the reference).")
         at_4096 = sweep[(sweep["num_envs"] == 4096) & (sweep["stocks"] == 15)]
         if len(at_4096):
             same = at_4096["env_steps_per_s"].max()
-            lines.append(f"At the reference's own shape (4,096 envs × 15 stocks): {same:,.0f} env steps/s, "
+            lines.append(f"At the reference's own shape (4,096 envs × 15 stocks): {same:,.0f} env-steps/s, "
                          f"{same / reference:,.1f}× the reference; the target is 100×.")
     for r in gpu[gpu["bench"].isin(["rollout", "train"])].to_dict("records"):
         value = r.get("env_steps_per_s") if r["bench"] == "rollout" else r.get("samples_per_s")
