@@ -184,8 +184,13 @@ def test_chapter_runs_alone_as_in_colab(entry):
 
 
 def _cited_records(entry: str) -> set[str]:
+    """The records a chapter names (``record_path("…")``, ``read_records("…")``) and those its
+    ``record_names("pattern")`` calls find under book/data."""
     code = "\n".join(_source(cell) for cell in _code_cells(entry))
-    return set(re.findall(r"(?:record_path|read_records)\(\s*[\"']([^\"'*?]+)[\"']", code))
+    names = set(re.findall(r"(?:record_path|read_records)\(\s*[\"']([^\"'*?{}]+)[\"']", code))
+    for pattern in re.findall(r"record_names\(\s*[\"']([^\"']+)[\"']", code):
+        names |= {path.name for path in (ROOT / "book" / "data").glob(pattern) if path.is_file()}
+    return names
 
 
 def _record_problems(record: dict) -> list[str]:
