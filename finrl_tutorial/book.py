@@ -60,11 +60,13 @@ def record_path(name: str) -> Path:
 
 
 def read_records(name: str) -> list[dict]:
-    """The JSON records of ``name``: one per line (``.jsonl``) or one document (``.json``, as a list of one)."""
+    """The JSON records of ``name``: one per line (``.jsonl``); or one document (``.json``): a list of
+    records as it is (``bench gpu --out``), any other document as a list of one (a ``report.json``)."""
     text = record_path(name).read_text(encoding="utf-8")
     if name.endswith(".jsonl"):
         return [json.loads(line) for line in text.splitlines() if line.strip()]
-    return [json.loads(text)]
+    document = json.loads(text)
+    return document if isinstance(document, list) else [document]
 
 
 def record_names(pattern: str = "*") -> list[str]:

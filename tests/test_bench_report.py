@@ -105,3 +105,24 @@ def test_command_line_names_the_package_module():
     assert command_line(["/x/finrl_tutorial/__main__.py", "bench", "env", "--env", "vec"]) == \
         "python -m finrl_tutorial bench env --env vec"
     assert command_line(["finrl-tutorial", "bench", "scale", "--out", "a b"]) == "finrl-tutorial bench scale --out 'a b'"
+
+
+def test_bench_run_puts_the_command_into_every_record_and_keeps_one_a_bench_wrote(monkeypatch):
+    import argparse
+
+    import finrl_tutorial.bench as bench
+    from finrl_tutorial.bench import env as env_bench
+
+    written = []
+
+    def fake_run(args):  # like bench gpu/scale: yield the records, then write the same dicts to --out
+        records = [{"bench": "env", "x": 1}, {"bench": "env", "command": "its own"}]
+        for record in records:
+            yield record
+        written.extend(dict(r) for r in records)
+
+    monkeypatch.setattr(env_bench, "run", fake_run)
+    monkeypatch.setattr("sys.argv", ["/site/finrl_tutorial/__main__.py", "bench", "env", "--num-envs", "4"])
+    yielded = list(bench.run(argparse.Namespace(bench="env", threads=1)))
+    assert [r["command"] for r in yielded] == ["python -m finrl_tutorial bench env --num-envs 4", "its own"]
+    assert [r["command"] for r in written] == [r["command"] for r in yielded]  # the file gets it too

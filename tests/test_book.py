@@ -216,7 +216,8 @@ def test_every_record_a_chapter_cites_is_committed_with_date_machine_and_command
     if name.endswith(".jsonl"):
         records = [json.loads(line) for line in text.splitlines() if line.strip()]
     elif name.endswith(".json"):
-        records = [json.loads(text)]
+        document = json.loads(text)  # a list of records (bench gpu --out) or one report
+        records = document if isinstance(document, list) else [document]
     else:
         return  # a figure: its record is cited by name next to it
     assert records, f"{name} is empty"

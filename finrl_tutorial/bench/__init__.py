@@ -70,14 +70,18 @@ def command_line(argv: list[str] | None = None) -> str:
 
 def run(args):
     """Yield the JSON records of the chosen benchmark, each with the ``command`` that made it
-    (a benchmark that writes its own, like ``bench peers``, keeps it)."""
+    (a benchmark that writes its own, like ``bench peers``, keeps it). The record is completed in
+    place, so a benchmark that also writes the records it yielded to ``--out`` (``bench gpu``,
+    ``bench scale``) writes them with their command."""
     from . import env, gpu, learn, peers, scale, train
 
     torch.set_num_threads(getattr(args, "threads", 1) or 1)
     module = {"env": env, "train": train, "scale": scale, "gpu": gpu, "peers": peers, "learn": learn}[args.bench]
     command = command_line()
     for record in module.run(args):
-        yield {**record, "command": record.get("command", command)} if isinstance(record, dict) else record
+        if isinstance(record, dict):
+            record.setdefault("command", command)
+        yield record
 
 
 # The measuring functions the book calls (imported last: these modules import the helpers above).
