@@ -7,7 +7,9 @@ an empty folder, the package installed from the repository) finds them with :fun
 """
 from __future__ import annotations
 
+import fnmatch
 import importlib.resources
+import inspect
 import json
 import os
 import tempfile
@@ -58,25 +60,59 @@ def record_path(name: str) -> Path:
 
 
 def read_records(name: str) -> list[dict]:
-    """The JSON records of ``name``: one per line (``.jsonl``) or one document (``.json``, as a list of one)."""
+    """The JSON records of ``name``: one per line (``.jsonl``); or one document (``.json``): a list of
+    records as it is (``bench gpu --out``), any other document as a list of one (a ``report.json``)."""
     text = record_path(name).read_text(encoding="utf-8")
     if name.endswith(".jsonl"):
         return [json.loads(line) for line in text.splitlines() if line.strip()]
-    return [json.loads(text)]
+    document = json.loads(text)
+    return document if isinstance(document, list) else [document]
 
 
 def record_names(pattern: str = "*") -> list[str]:
     """Names of the committed records matching ``pattern`` (e.g. ``"gpu*.json"``), sorted."""
-    folders = []
     try:
-        folders.append(Path(str(importlib.resources.files("finrl_tutorial.records"))))
-    except ModuleNotFoundError:
-        pass
-    folders.append(Path(__file__).resolve().parent.parent / "book" / "data")
-    for folder in folders:
-        if folder.is_dir():
-            return sorted(path.name for path in folder.glob(pattern) if path.is_file())
-    return []
+        # a Traversable: records has no __init__.py, so this may be a MultiplexedPath, whose str() is no path
+        entries = list(importlib.resources.files("finrl_tutorial.records").iterdir())
+    except ModuleNotFoundError:  # an editable install or a checkout on sys.path: no records package
+        folder = Path(__file__).resolve().parent.parent / "book" / "data"
+        entries = list(folder.iterdir()) if folder.is_dir() else []
+    return sorted(entry.name for entry in entries if entry.is_file() and fnmatch.fnmatch(entry.name, pattern))
+
+
+def show_source(obj, lines: tuple[int, int] | None = None):
+    """The installed source of ``obj`` (a function, class or module) as a listing: what runs is what
+    the reader sees, in the built book and in Jupyter or Colab alike. ``lines=(first, last)`` keeps
+    those lines of the object's source (1-based, inclusive). Returns an IPython ``Markdown`` object
+    holding a fenced Python block (highlighted by Jupyter and by the book alike), or the fenced text
+    outside IPython."""
+    source = inspect.getsource(obj)
+    if lines is not None:
+        first, last = lines
+        chunk = source.splitlines()[first - 1:last] if first >= 1 else []
+        if not chunk:
+            raise InputError(f"lines {lines} are outside the {len(source.splitlines())} lines of the source")
+        source = "\n".join(chunk) + "\n"
+    # a fence longer than any run of backticks inside the source (docstrings may hold ``code``)
+    longest = max((len(run) for run in source.split("\n") for run in _backtick_runs(run)), default=0)
+    fence = "`" * max(3, longest + 1)
+    text = f"{fence}python\n{source.rstrip()}\n{fence}"
+    try:
+        from IPython.display import Markdown
+    except ImportError:
+        return text
+    return Markdown(text)
+
+
+def _backtick_runs(line: str) -> list[str]:
+    runs, current = [], ""
+    for char in line:
+        if char == "`":
+            current += char
+        elif current:
+            runs.append(current)
+            current = ""
+    return runs + ([current] if current else [])
 
 
 def measured_box(this_run: dict, committed: dict, shows: str, does_not_show: str, title: str = "What this chapter measured"):

@@ -3,15 +3,22 @@
 (a) Sources, always: every chapter in ``_toc.yml`` exists, carries no saved outputs, starts with a
     hidden (``remove-cell``) cell that installs the package in Colab from the repository URL of
     ``_config.yml``, imports the package, honours fast mode and pins torch to one thread.
+    Chapters run as Colab runs them: no ``Path("data/…")``, no ``../tests``, no ``sys.path`` edits;
+    every record a chapter cites (``record_path("…")``/``read_records("…")``) exists under
+    ``book/data`` and carries its date, machine and command; the glossary is in the table of contents
+    with an anchor for every term the book links to.
 (b) The built HTML, when ``_build/html`` exists (CI builds the book before the tests): a page per
     chapter, at least one image on each, a Colab launch link, MathJax served from the book itself,
-    and no page that loads a script (or a stylesheet) from another host: the book works offline.
+    no page that loads a script (or a stylesheet) from another host (the book works offline), no
+    visible code cell that is only asserts (check cells are tagged ``remove-cell``), and the glossary
+    page with its anchors.
 
-The chapters themselves run as tests too: pytest's ``testpaths`` include ``book`` and nbval
-executes every notebook (see ``pyproject.toml``).
+The chapters themselves run as tests in ``tests/test_colab.py`` (each alone, against the installed wheel).
 """
 from __future__ import annotations
 
+import ast
+import html
 import json
 import re
 from pathlib import Path
@@ -38,7 +45,14 @@ def _toc_files(node) -> list[str]:
     return found
 
 
-CHAPTERS = _toc_files(TOC)  # without the root page (book/intro)
+PAGES = _toc_files(TOC)  # without the root page (book/intro)
+CHAPTERS = [entry for entry in PAGES if re.match(r"book/\d\d_", entry)]  # the numbered notebooks
+GLOSSARY = ROOT / "book" / "glossary.md"
+#: Terms every chapter may link to as ``glossary.md#<anchor>`` (book_common rule 6).
+GLOSSARY_TERMS = ("sharpe", "sortino", "calmar", "daily-turnover", "approximate-kl", "clip-fraction", "rank",
+                  "all-reduce", "env-step", "episode-days-vs-horizon-length", "excess-return", "oracle-capture")
+#: The machine() keys a JSON-lines record carries at its top level (or inside a ``machine`` dict).
+MACHINE_KEYS = ("cpu_count", "platform", "torch")
 REPO_URL = CONFIG["repository"]["url"].rstrip("/")
 
 
@@ -75,12 +89,42 @@ def test_config_sets_up_an_executed_offline_book_with_colab():
     assert any((folder / "mathjax/output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff").is_file() for folder in static)
 
 
-def test_toc_lists_the_intro_and_the_chapters_in_course_order():
+def test_toc_lists_the_intro_and_the_chapters_in_course_order_then_the_glossary():
     assert TOC["format"] == "jb-book" and TOC["root"] == "book/intro"
     assert (ROOT / "book" / "intro.md").is_file()
     assert len(CHAPTERS) >= 8
     numbers = [int(re.match(r"book/(\d\d)_", entry).group(1)) for entry in CHAPTERS]
     assert numbers == sorted(numbers) and len(set(numbers)) == len(numbers)
+    assert PAGES[-1] == "book/glossary" and GLOSSARY.is_file(), "the glossary is the last page of the book"
+    assert set(PAGES) == set(CHAPTERS) | {"book/glossary"}, f"pages that are neither chapter nor glossary: {PAGES}"
+
+
+def _slug(heading: str) -> str:
+    """The anchor MyST gives a heading (``myst_heading_anchors``): lowercase, punctuation dropped,
+    spaces as hyphens."""
+    return re.sub(r"\s+", "-", re.sub(r"[^\w\s-]", "", heading.strip().lower()))
+
+
+def _glossary_anchors() -> set[str]:
+    return {_slug(line.lstrip("#")) for line in GLOSSARY.read_text(encoding="utf-8").splitlines()
+            if re.match(r"^#{2,3} ", line)}
+
+
+def test_glossary_defines_every_term_the_book_links_to():
+    assert CONFIG["sphinx"]["config"].get("myst_heading_anchors", 0) >= 2, "headings must be link targets"
+    anchors = _glossary_anchors()
+    assert set(GLOSSARY_TERMS) <= anchors, f"glossary lacks {sorted(set(GLOSSARY_TERMS) - anchors)}"
+    text = GLOSSARY.read_text(encoding="utf-8")
+    assert "risk-free rate of 0" in text and "252 trading days" in text, "the ratios' conventions are stated"
+    linked = {}
+    for entry in ["book/intro.md", *[f"{page}.md" if page == "book/glossary" else f"{page}.ipynb" for page in PAGES]]:
+        source = (ROOT / entry).read_text(encoding="utf-8")
+        for anchor in re.findall(r"glossary(?:\.md)?#([\w-]+)", source):
+            linked.setdefault(anchor, []).append(entry)
+        for anchor in re.findall(r"\]\(#([\w-]+)\)", source) if entry.endswith("glossary.md") else []:
+            linked.setdefault(anchor, []).append(entry)
+    broken = {anchor: pages for anchor, pages in linked.items() if anchor not in anchors}
+    assert not broken, f"links to glossary anchors that do not exist: {broken}"
 
 
 @pytest.mark.parametrize("entry", CHAPTERS)
@@ -106,14 +150,79 @@ def test_chapter_starts_with_a_hidden_colab_install_of_the_configured_repository
     assert urls == [REPO_URL], f"install URL {urls} differs from _config.yml repository.url {REPO_URL}"
 
 
+def _tags(cell: dict) -> list[str]:
+    return cell.get("metadata", {}).get("tags", [])
+
+
 @pytest.mark.parametrize("entry", CHAPTERS)
 def test_chapter_uses_the_package_in_fast_mode_with_one_thread(entry):
     code = "\n".join(_source(cell) for cell in _code_cells(entry)[1:])
     assert re.search(r"^\s*(from finrl_tutorial[\w.]* import|import finrl_tutorial)", code, re.M), \
         "a chapter runs the package; it must import it"
-    assert 'FAST = os.environ.get("FINRL_TUTORIAL_FAST") == "1"' in code
-    assert "torch.set_num_threads(1)" in code
-    assert re.search(r"^\s*assert ", code, re.M), "a chapter asserts its key results"
+    assert re.search(r"^from finrl_tutorial\.book import [^\n]*\bFAST\b", code, re.M) and \
+        re.search(r"^from finrl_tutorial\.book import [^\n]*\bsetup_chapter\b", code, re.M), \
+        "the preamble is `from finrl_tutorial.book import FAST, setup_chapter`"
+    assert re.search(r"^setup_chapter\(", code, re.M), "the preamble calls setup_chapter() (one torch thread)"
+    checks = [cell for cell in _code_cells(entry) if re.search(r"^\s*assert ", _source(cell), re.M)]
+    assert checks, "a chapter asserts its key results"
+
+
+@pytest.mark.parametrize("entry", CHAPTERS)
+def test_chapter_runs_alone_as_in_colab(entry):
+    """Nothing that needs the repository around the notebook: records through finrl_tutorial.book,
+    no test helpers, no sys.path edits, no module inside a room."""
+    code = "\n".join(_source(cell) for cell in _code_cells(entry))
+    offences = {
+        "reads data/ next to the notebook (use finrl_tutorial.book.record_path)": r"Path\(\s*[\"']data\b|[\"']data/",
+        "reaches into the repository (../)": r"[\"']\.\./",
+        "edits sys.path": r"sys\.path\.(insert|append)",
+        "imports a module inside a room (import from the room's package)":
+            r"^\s*(from|import) finrl_tutorial\.(agents|envs|training|bench|data|backtest)\.\w+",
+    }
+    found = [why for why, pattern in offences.items() if re.search(pattern, code, re.M)]
+    assert not found, f"{entry}: {found}"
+
+
+def _cited_records(entry: str) -> set[str]:
+    """The records a chapter names (``record_path("…")``, ``read_records("…")``) and those its
+    ``record_names("pattern")`` calls find under book/data."""
+    code = "\n".join(_source(cell) for cell in _code_cells(entry))
+    names = set(re.findall(r"(?:record_path|read_records)\(\s*[\"']([^\"'*?{}]+)[\"']", code))
+    for pattern in re.findall(r"record_names\(\s*[\"']([^\"']+)[\"']", code):
+        names |= {path.name for path in (ROOT / "book" / "data").glob(pattern) if path.is_file()}
+    return names
+
+
+def _record_problems(record: dict) -> list[str]:
+    problems = []
+    machine = record.get("machine") if isinstance(record.get("machine"), dict) else record
+    if not (record.get("date") or machine.get("date")):
+        problems.append("no date")
+    if not all(key in machine for key in MACHINE_KEYS):
+        problems.append(f"no machine ({', '.join(MACHINE_KEYS)})")
+    if not (isinstance(record.get("command"), str) and record["command"].strip()):
+        problems.append("no command")
+    return problems
+
+
+CITED = sorted({(entry, name) for entry in CHAPTERS for name in _cited_records(entry)})
+
+
+@pytest.mark.parametrize("entry,name", CITED, ids=[f"{Path(e).name}:{n}" for e, n in CITED])
+def test_every_record_a_chapter_cites_is_committed_with_date_machine_and_command(entry, name):
+    path = ROOT / "book" / "data" / name
+    assert path.is_file(), f"{entry} cites {name}, which is not committed under book/data"
+    text = path.read_text(encoding="utf-8")
+    if name.endswith(".jsonl"):
+        records = [json.loads(line) for line in text.splitlines() if line.strip()]
+    elif name.endswith(".json"):
+        document = json.loads(text)  # a list of records (bench gpu --out) or one report
+        records = document if isinstance(document, list) else [document]
+    else:
+        return  # a figure: its record is cited by name next to it
+    assert records, f"{name} is empty"
+    problems = {i: p for i, record in enumerate(records) for p in [_record_problems(record)] if p}
+    assert not problems, f"{name}: records without what made them (line: problems): {problems}"
 
 
 # --------------------------------------------------------------------------- (b) the built HTML
@@ -174,3 +283,48 @@ def test_equations_render_with_the_vendored_mathjax():
         assert scripts and all(not s.startswith(("http", "//")) for s in scripts), (entry, scripts)
         assert all((HTML / entry).parent.joinpath(s.split("?")[0]).resolve().is_file() for s in scripts), scripts
     assert (HTML / "_static/mathjax/output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff").is_file()
+
+
+_CELL_INPUT = re.compile(r"<div class=\"cell_input[^\"]*\">.*?<pre>(.*?)</pre>", re.S)
+
+
+def _visible_code(entry: str) -> list[str]:
+    """The source of every code cell whose input the built page shows."""
+    return [html.unescape(re.sub(r"<[^>]+>", "", block)) for block in _CELL_INPUT.findall(_page(entry))]
+
+
+def _asserts(code: str) -> tuple[int, bool]:
+    """(assert statements anywhere, whether the top level is asserts only) of a cell's code; magics
+    and shell lines are left out."""
+    lines = [line for line in code.splitlines() if not line.lstrip().startswith(("%", "!"))]
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return 0, False
+    count = sum(isinstance(node, ast.Assert) for node in ast.walk(tree))
+    return count, bool(tree.body) and all(isinstance(node, ast.Assert) for node in tree.body)
+
+
+@needs_build
+@pytest.mark.parametrize("entry", CHAPTERS)
+def test_no_visible_code_cell_is_a_wall_of_asserts(entry):
+    """Check cells are the chapter's tests, tagged remove-cell: a visible cell keeps at most one assert
+    line, and never consists of asserts only."""
+    cells = _visible_code(entry)
+    assert cells, f"{entry}: no code cell on the page"
+    offenders = [code.strip().splitlines()[0][:80] for code in cells
+                 for count, only in [_asserts(code)] if only or count > 1]
+    assert not offenders, f"{entry}: visible cells that are (mostly) asserts; tag them remove-cell: {offenders}"
+
+
+@needs_build
+def test_built_book_has_the_glossary_with_its_anchors_in_the_navigation():
+    page = HTML / "book" / "glossary.html"
+    assert page.is_file(), "no glossary page in the build"
+    ids = set(re.findall(r"<section[^>]*\bid=\"([^\"]+)\"", page.read_text(encoding="utf-8")))
+    assert set(GLOSSARY_TERMS) <= ids, f"glossary anchors missing from the page: {sorted(set(GLOSSARY_TERMS) - ids)}"
+    assert re.search(r"href=\"[^\"]*glossary\.html\"", (HTML / "book" / "intro.html").read_text(encoding="utf-8")), \
+        "the glossary is not in the navigation"
+    for entry in CHAPTERS:
+        for anchor in re.findall(r"href=\"glossary\.html#([\w-]+)\"", _page(entry)):
+            assert anchor in ids, f"{entry} links to glossary#{anchor}, which the page lacks"

@@ -5,6 +5,10 @@ Speed is measured here, never in unit tests. Every record carries the machine an
 """
 from __future__ import annotations
 
+import shlex
+import sys
+from pathlib import Path
+
 import torch
 
 from ..provenance import machine
@@ -12,6 +16,9 @@ from .common import market_with_stocks, timed
 from . import env, gpu, learn, peers, scale, train
 from .env import measure_env
 from .train import measure_loop
+from .report import (env_throughput_table, full_run_commentary, gpu_summary, loop_cost_lines, peer_ratio_table,
+                     peer_summary, peer_table, peer_target_lines, provenance, scale_findings, scale_label,
+                     scale_spread)
 
 KINDS = {"env": env, "train": train, "scale": scale, "gpu": gpu, "peers": peers, "learn": learn}
 """``bench <kind>`` → the module that measures it."""
@@ -23,10 +30,29 @@ def add_arguments(parser) -> None:
         module.add_arguments(kinds)
 
 
+def command_line(argv: list[str] | None = None) -> str:
+    """The command line of this process, as typed: ``python -m finrl_tutorial …`` when it runs the
+    package's ``__main__`` (``sys.argv[0]`` is then the path of ``__main__.py``)."""
+    argv = list(sys.argv if argv is None else argv)
+    head = Path(argv[0]) if argv else Path()
+    if head.name == "__main__.py" and head.parent.name == "finrl_tutorial":
+        return shlex.join(["python", "-m", "finrl_tutorial", *argv[1:]])
+    return shlex.join(argv)
+
+
 def run(args):
-    """Yield the JSON records of the chosen benchmark."""
+    """Yield the JSON records of the chosen benchmark, each with the ``command`` that made it
+    (a benchmark that writes its own, like ``bench peers``, keeps it). The record is completed in
+    place, so a benchmark that also writes the records it yielded to ``--out`` (``bench gpu``,
+    ``bench scale``) writes them with their command."""
     torch.set_num_threads(getattr(args, "threads", 1) or 1)
-    yield from KINDS[args.bench].run(args)
+    command = command_line()
+    for record in KINDS[args.bench].run(args):
+        if isinstance(record, dict):
+            record.setdefault("command", command)
+        yield record
 
 
-__all__ = ["machine", "market_with_stocks", "measure_env", "measure_loop", "timed"]
+__all__ = ["command_line", "env_throughput_table", "full_run_commentary", "gpu_summary", "loop_cost_lines",
+           "machine", "market_with_stocks", "measure_env", "measure_loop", "peer_ratio_table", "peer_summary",
+           "peer_table", "peer_target_lines", "provenance", "scale_findings", "scale_label", "scale_spread", "timed"]

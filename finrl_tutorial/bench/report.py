@@ -1,0 +1,266 @@
+"""Reading committed benchmark records: the tables and sentences of chapter 8, as pure functions.
+
+Every function takes records (the dicts of a ``bench`` JSON-lines file, or a ``report.json``) and
+returns a table or sentences computed from them; nothing here measures or reads files, so the same
+reading serves the book, the README and the tests. Fields a newer record may add are used when
+present; records without them are still read.
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+import pandas as pd
+
+#: The keys of :func:`finrl_tutorial.bench.machine` that a JSON-lines record carries at its top level.
+MACHINE_KEYS = ("cpu_count", "platform", "torch", "threads")
+
+
+def _frame(records: Iterable[dict] | pd.DataFrame) -> pd.DataFrame:
+    return records.copy() if isinstance(records, pd.DataFrame) else pd.DataFrame(list(records))
+
+
+def _joined(values) -> str:
+    return ", ".join(map(str, sorted(set(values))))
+
+
+def provenance(records: Iterable[dict] | pd.DataFrame) -> dict:
+    """Where and when a file of records was measured: count, time span (UTC), cores, threads,
+    torch, GPU and platform (a nested ``machine`` dict is read like top-level machine keys)."""
+    frame = _frame(records)
+    if "machine" in frame:  # report-style records: {"machine": {...}, ...}
+        nested = pd.DataFrame([m if isinstance(m, dict) else {} for m in frame["machine"]])
+        for key in nested:
+            frame[key] = frame[key].fillna(nested[key]) if key in frame else nested[key]
+    dates = pd.to_datetime(frame["date"], utc=True)
+    gpus = frame["gpu"].dropna() if "gpu" in frame else []
+    return {
+        "records": len(frame),
+        "measured": f"{dates.min():%Y-%m-%d %H:%M} .. {dates.max():%H:%M} UTC",
+        "CPU cores": _joined(frame["cpu_count"]),
+        "torch threads": _joined(frame["threads"]),
+        "torch": _joined(frame["torch"]),
+        "GPU": _joined(gpus) if len(gpus) else "none",
+        "platform": _joined(frame["platform"]),
+    }
+
+
+def env_throughput_table(env_records: Iterable[dict] | pd.DataFrame) -> pd.DataFrame:
+    """Env steps/s by number of sub-envs (rows) and kind of env (columns), from ``bench env``."""
+    return _frame(env_records).pivot_table(index="num_envs", columns="env", values="env_steps_per_s")
+
+
+def loop_cost_lines(train_records: Iterable[dict] | pd.DataFrame,
+                    env_records: Iterable[dict] | pd.DataFrame) -> list[str]:
+    """For the largest ``bench train`` size: the rollout's rate (and its share of the bare batched
+    env's rate at that size, when ``bench env`` measured it), the whole loop's rate and the share
+    of the time the update takes."""
+    loop, env = _frame(train_records), _frame(env_records)
+    largest = int(loop["num_envs"].max())
+    at = loop[loop["num_envs"] == largest].set_index("algo")
+    bare = env[(env["env"] == "vec") & (env["num_envs"] == largest)]["env_steps_per_s"]
+    lines = []
+    for algo, r in at.iterrows():
+        rollout_rate, total_rate = r["rollout_env_steps_per_s"], r["samples_per_s"]
+        share = 1 - total_rate / rollout_rate  # (1/total - 1/rollout) / (1/total)
+        of_bare = f" ({rollout_rate / bare.iloc[0]:.0%} of the bare env)" if len(bare) else ""
+        lines.append(f"{algo.upper()} with {largest:,} envs: rollout {rollout_rate:,.0f}/s{of_bare}, "
+                     f"whole loop {total_rate:,.0f}/s: the update takes {share:.0%} of the time")
+    return lines
+
+
+def scale_label(record: dict | pd.Series) -> str:
+    """A short name for one ``bench scale`` record: ``vec 1,024``, ``subproc ×2``, ``ddp ×2 (512 envs)``."""
+    layout = record["layout"]
+    if layout in ("vec", "vmap"):
+        return f"{layout} {int(record['num_envs']):,}"
+    if layout == "single":
+        return "single"
+    if layout == "subproc":
+        return f"subproc ×{int(record['processes'])}"
+    return f"{layout} ×{int(record['processes'])} ({int(record['num_envs']):,} envs)"
+
+
+def _present(frame: pd.DataFrame, column: str) -> bool:
+    return column in frame and frame[column].notna().all()
+
+
+def _run_value(run, key: str) -> float | None:
+    """One repeat of a process layout: a dict of rates (``{"samples_per_s": …}``) or a bare number."""
+    if isinstance(run, dict):
+        return run.get(key)
+    return float(run) if isinstance(run, (int, float)) else None
+
+
+def scale_findings(scale_records: Iterable[dict] | pd.DataFrame) -> list[str]:
+    """The ``bench scale`` comparisons as sentences (Markdown bullets): DDP and rollout workers,
+    2 processes against 1 (medians, and run by run where the record keeps the repeats), and the
+    best batched env against the best subprocess VecEnv."""
+    scale = _frame(scale_records)
+    lines = []
+    for layout, name in (("ddp", "DDP, 2 ranks vs 1"), ("workers", "Rollout workers, 2 vs 1")):
+        part = scale[scale["layout"] == layout].set_index("processes")
+        if not {1, 2} <= set(part.index):
+            continue
+        one, two = part.loc[1], part.loc[2]
+        line = (f"* {name}: {two['samples_per_s'] / one['samples_per_s']:.2f}× the training samples/s "
+                f"({int(one['envs_per_process'])} envs per {'rank' if layout == 'ddp' else 'worker'}")
+        if layout == "workers" and _present(part, "learner_threads"):
+            line += (f", the learner's update on {int(one['learner_threads'])} and "
+                     f"{int(two['learner_threads'])} thread(s)")
+        line += ")"
+        if layout == "ddp" and _present(part, "env_steps_per_s"):
+            line += (f"; env-steps/s of the two ranks together "
+                     f"{two['env_steps_per_s'] / one['env_steps_per_s']:.2f}× one rank's")
+        if layout == "workers" and _present(part, "rollout_env_steps_per_s"):
+            line += f"; the rollout alone {two['rollout_env_steps_per_s'] / one['rollout_env_steps_per_s']:.2f}×"
+        lines.append(line + ".")
+        if "runs" in part and isinstance(one["runs"], list) and isinstance(two["runs"], list):
+            pairs = [(_run_value(a, "samples_per_s"), _run_value(b, "samples_per_s"))
+                     for a, b in zip(one["runs"], two["runs"])]
+            ratios = [b / a for a, b in pairs if a and b]
+            if ratios:
+                lines.append(f"* {layout}: 2 vs 1 run by run (interleaved pairs): "
+                             + ", ".join(f"{r:.2f}×" for r in ratios))
+    best_vec = scale.loc[scale["layout"] == "vec", "env_steps_per_s"].max()
+    best_subproc = scale.loc[scale["layout"] == "subproc", "env_steps_per_s"].max()
+    if math.isfinite(best_vec) and math.isfinite(best_subproc):
+        lines.append(f"* One batched env at its best: {best_vec:,.0f} env-steps/s, "
+                     f"{best_vec / best_subproc:,.0f}× the best subprocess VecEnv.")
+    return lines
+
+
+def scale_spread(scale_records: Iterable[dict] | pd.DataFrame, key: str = "samples_per_s") -> dict[str, float]:
+    """(max − min) / median of the repeats of each process layout that keeps them, by label."""
+    scale = _frame(scale_records)
+    spread = {}
+    if "runs" not in scale:
+        return spread
+    for _, record in scale.iterrows():
+        runs = record["runs"] if isinstance(record["runs"], list) else []
+        values = sorted(v for v in (_run_value(run, key) for run in runs) if v)
+        if len(values) >= 2:
+            median = float(pd.Series(values).median())
+            spread[scale_label(record)] = (values[-1] - values[0]) / median
+    return spread
+
+
+def gpu_summary(gpu_records: Iterable[dict] | pd.DataFrame, reference: float) -> list[str]:
+    """Sentences from ``bench gpu`` records: the best env rate, the rate at 4,096 envs × 15 stocks,
+    each against ``reference`` env-steps/s, and the rollout and training rates."""
+    gpu = _frame(gpu_records)
+    sweep = gpu[(gpu["bench"] == "env") & gpu["env_steps_per_s"].notna()] if "env_steps_per_s" in gpu else gpu.iloc[:0]
+    lines = []
+    if len(sweep):
+        best = sweep["env_steps_per_s"].max()
+        lines.append(f"Best measured: {best:,.0f} env-steps/s ({best / reference:,.0f}× the reference).")
+        at_4096 = sweep[(sweep["num_envs"] == 4096) & (sweep["stocks"] == 15)]
+        if len(at_4096):
+            same = at_4096["env_steps_per_s"].max()
+            lines.append(f"At the reference's own shape (4,096 envs × 15 stocks): {same:,.0f} env-steps/s, "
+                         f"{same / reference:,.1f}× the reference; the target is 100×.")
+    for r in gpu[gpu["bench"].isin(["rollout", "train"])].to_dict("records"):
+        value = r.get("env_steps_per_s") if r["bench"] == "rollout" else r.get("samples_per_s")
+        if value is not None and value == value:
+            lines.append(f"{r['bench']} ({r.get('mode', 'eager')}), {int(r['num_envs']):,} envs: {value:,.0f} per second.")
+    return lines
+
+
+def peer_summary(peer_records: Iterable[dict]) -> dict:
+    """The ``summary`` record of a ``bench peers`` file."""
+    return next(r for r in peer_records if r.get("measurement") == "summary")
+
+
+def peer_table(peer_records: Iterable[dict]) -> pd.DataFrame:
+    """One row per peer measurement: library, label, median rate, min and max of the repeats,
+    spread ((max − min) / median) and number of repeats."""
+    frame = pd.DataFrame([r for r in peer_records if "label" in r])
+    rate = frame["env_steps_per_s"] if "env_steps_per_s" in frame else pd.Series(float("nan"), index=frame.index)
+    if "samples_per_s" in frame:
+        rate = rate.fillna(frame["samples_per_s"])
+    return pd.DataFrame({
+        "library": frame["library"],
+        "what": frame["label"],
+        "per second (median)": rate,
+        "min": frame["runs"].apply(min),
+        "max": frame["runs"].apply(max),
+        "spread": frame["spread"],
+        "repeats": frame["repeats"],
+    })
+
+
+def _round_ratios(peer_records: list[dict], key: str) -> list[float]:
+    """Round-by-round ratios ``numerator/denominator``: runs[i] of every record come from round i."""
+    runs_of = {r["label"]: r["runs"] for r in peer_records if "runs" in r and "label" in r}
+    numerator, denominator = key.split("/")
+    return [a / b for a, b in zip(runs_of[numerator], runs_of[denominator])]
+
+
+def peer_ratio_table(peer_records: Iterable[dict]) -> pd.DataFrame:
+    """Ours ÷ peer: the ratio of medians and the range of the round-by-round ratios."""
+    records = list(peer_records)
+    ratios = peer_summary(records)["ratios"]
+    rounds = {key: _round_ratios(records, key) for key in ratios}
+    return pd.DataFrame({"ratio of medians": ratios,
+                         "round by round: min": {k: min(v) for k, v in rounds.items()},
+                         "max": {k: max(v) for k, v in rounds.items()}})
+
+
+def peer_target_lines(peer_records: Iterable[dict]) -> list[str]:
+    """Each target of the peers record (met or not, with its round-by-round range), the peers that
+    were skipped, and whether ElegantRL ran on a GPU in this record."""
+    records = list(peer_records)
+    summary = peer_summary(records)
+    lines = []
+    for name, target in summary["targets"].items():
+        verdict = {True: "met", False: "**not met**", None: "not comparable (other stock count)"}[target["met"]]
+        rounds = _round_ratios(records, f"{target['best']}/{name.split('_vs_')[1]}")
+        lines.append(f"* `{name}`: {target['ratio']:,.1f}× with `{target['best']}` (round by round "
+                     f"{min(rounds):,.1f}× .. {max(rounds):,.1f}×; target {target['target']:.0f}×): {verdict}.")
+    if not any(r.get("library") == "elegantrl" and r.get("device", "cpu") != "cpu" for r in records):
+        lines.append("* ElegantRL's vectorised env ran on the CPU only in this record: no GPU figure of it "
+                     "is measured here.")
+    finrl = [r.get("imported") for r in records if r.get("label") == "finrl_env" and r.get("imported")]
+    if finrl:
+        lines.append(f"* FinRL's env was imported from its {finrl[0]}.")
+    for name in summary.get("skipped", {}):
+        lines.append(f"* `{name}` could not run on this machine; the ratios that need it are missing.")
+    return lines
+
+
+def full_run_commentary(report: dict) -> list[str]:
+    """What a committed multi-seed ``report.json`` says, computed from it: the agent's test Sharpe
+    (mean ± std over seeds) against each baseline, the bootstrap interval against equal-weight
+    buy-and-hold and its verdict, the spread of the seeds, and the validation Sharpes."""
+    agent, std = report["agent"], report["agent_std"]
+    seeds = report["seeds"]
+    baselines = report["baselines"]
+    hold = baselines["equal_weight_buy_and_hold"]
+    versus = report["sharpe_vs_buy_and_hold"]
+    per_seed = [row["sharpe_ratio"] for row in report["agent_per_seed"].values()] \
+        if isinstance(report["agent_per_seed"], dict) else [row["sharpe_ratio"] for row in report["agent_per_seed"]]
+    lines = [
+        f"* Test Sharpe of the agent: {agent['sharpe_ratio']:.2f} ± {std['sharpe_ratio']:.2f} over "
+        f"{len(seeds)} seeds (seeds range {min(per_seed):.2f} .. {max(per_seed):.2f}); equal-weight "
+        f"buy-and-hold {hold['sharpe_ratio']:.2f}.",
+        f"* Sharpe difference against buy-and-hold: {versus['difference']:+.2f}, 95 % paired block-bootstrap "
+        f"interval [{versus['low']:+.2f}, {versus['high']:+.2f}]: **{versus['verdict']}**"
+        + (" (the interval contains 0)." if versus["verdict"] == "tie" else "."),
+    ]
+    others = {name: row["sharpe_ratio"] for name, row in baselines.items() if name != "equal_weight_buy_and_hold"}
+    if others:
+        within = [name for name, value in others.items() if abs(value - agent["sharpe_ratio"]) <= std["sharpe_ratio"]]
+        lines.append("* Other baselines' test Sharpe: " + ", ".join(f"{n} {v:.2f}" for n, v in others.items())
+                     + (f"; within one seed-std of the agent: {', '.join(within)}." if within
+                        else "; none within one seed-std of the agent."))
+    lines.append(f"* Return: agent {agent['cumulative_return']:+.1%} ± {std['cumulative_return']:.1%}, "
+                 f"buy-and-hold {hold['cumulative_return']:+.1%}; turnover {agent['turnover']:.2%} a day "
+                 f"against buy-and-hold's {hold['turnover']:.2%}.")
+    valid = report.get("valid_sharpe_per_seed")
+    if valid:
+        values = list(valid.values()) if isinstance(valid, dict) else list(valid)
+        sign = ("negative for every seed" if max(values) < 0 else "positive for every seed" if min(values) > 0
+                else "of both signs across seeds")
+        lines.append(f"* Validation Sharpe (the year that chose each checkpoint): {min(values):.2f} .. "
+                     f"{max(values):.2f}, {sign}.")
+    return lines
