@@ -55,17 +55,15 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from ..agents import SingleProcessContext
 from ..errors import InputError
 
 _TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 
 
-class DataParallelContext:
-    """``torch.nn.DataParallel`` over the visible GPUs in one process (rank 0 of 1)."""
-
-    rank = 0
-    world_size = 1
-    is_main = True
+class DataParallelContext(SingleProcessContext):
+    """``torch.nn.DataParallel`` over the visible GPUs in one process (rank 0 of 1): the single
+    process's context (nothing to all-reduce or gather) with the agent split over the GPUs."""
 
     def __init__(self, device=None):
         self.device = torch.device(device if device is not None else ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -84,15 +82,6 @@ class DataParallelContext:
         if len(self.device_ids) < 2:
             return agent
         return nn.DataParallel(agent, device_ids=self.device_ids, output_device=self.device.index)
-
-    def all_reduce_mean(self, x):
-        return x
-
-    def gather(self, obj) -> list:
-        return [obj]
-
-    def close(self) -> None:
-        pass
 
 
 class DistributedContext:
