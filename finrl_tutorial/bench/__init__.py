@@ -48,19 +48,20 @@ def timed(step, seconds: float, min_calls: int = 3, sync=lambda: None) -> tuple[
 
 
 def add_arguments(parser) -> None:
-    from . import env, gpu, learn, peers, scale, train
+    from . import env, gpu, learn, peers, scale, sweep, train
 
     kinds = parser.add_subparsers(dest="bench", required=True)
-    for module in (env, train, scale, gpu, peers, learn):
+    for module in (env, train, scale, gpu, peers, learn, sweep):
         module.add_arguments(kinds)
 
 
 def run(args):
     """Yield the JSON records of the chosen benchmark."""
-    from . import env, gpu, learn, peers, scale, train
+    from . import env, gpu, learn, peers, scale, sweep, train
 
     torch.set_num_threads(getattr(args, "threads", 1) or 1)
-    module = {"env": env, "train": train, "scale": scale, "gpu": gpu, "peers": peers, "learn": learn}[args.bench]
+    module = {"env": env, "train": train, "scale": scale, "gpu": gpu, "peers": peers, "learn": learn,
+              "sweep": sweep}[args.bench]
     yield from module.run(args)
 
 
