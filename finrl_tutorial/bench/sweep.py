@@ -2,11 +2,13 @@
 
 ``python -m finrl_tutorial bench sweep`` changes one knob at a time around the package defaults
 (`PPOConfig`): ``batch_size`` ×¼ and ×4, ``horizon_len`` ×½ and ×2, ``repeat_times`` ×½ and ×4.
-Every variant trains for the **same number of env-steps** (a multiple of every variant's rollout,
-so no run stops short) and is validated the **same number of times, at the same env-step counts**:
-after its first iteration and then every ``total / evaluations`` env-steps (the trainer validates
-after iterations 0, k, 2k, … and after the last, so the grid is ``rollout, rollout + g, …, total``
-with ``g = total / evaluations``; each evaluation's env-step count is recorded). Seed k seeds the
+Every variant trains for the **same number of env-steps** (``--total-steps`` rounded down to a
+multiple of every variant's rollout times ``--evaluations``, so no run stops short) and is
+validated the **same number of times, at the same spacing in env-steps**: after its first
+iteration and then every ``g = total / evaluations`` env-steps (the trainer validates after
+iterations 0, k, 2k, … and after the last, so the grid is ``rollout, rollout + g, …, total``: two
+variants' validations are at most one rollout apart, the last ones at the same count; each
+evaluation's env-step count is recorded). Seed k seeds the
 learner (weights, env start days, minibatch order) and, on the synthetic market, builds market k,
 so variant and base are compared seed by seed on the same markets.
 
@@ -78,11 +80,12 @@ def knob_of(variant: str) -> str | None:
     return knob if knob in KNOBS else None
 
 
-def common_budget(total_steps: int, variants: dict[str, dict], evaluations: int) -> int:
+def common_budget(total_steps: int, variants: dict[str, dict], evaluations: int, base: dict | None = None) -> int:
     """The largest env-step count <= ``total_steps`` that every variant's rollout, times
     ``evaluations``, divides: every variant trains exactly as long and is validated on the same
-    grid (`eval_every_for`). Refuses a budget below two such steps (see `eval_every_for`)."""
-    rollouts = [make_config("ppo", **change).rollout_size for change in variants.values()]
+    grid (`eval_every_for`). Refuses a budget below two such steps (see `eval_every_for`).
+    ``base``: config fields set in every variant (e.g. ``num_envs``)."""
+    rollouts = [make_config("ppo", **((base or {}) | change)).rollout_size for change in variants.values()]
     step = math.lcm(*rollouts) * evaluations
     if total_steps < 2 * step:
         raise InputError(f"--total-steps {total_steps:,} is below {2 * step:,}, twice the common rollout multiple "
@@ -147,15 +150,16 @@ def build_market(market: str, seed: int, variant: str = "base"):
 
 
 def run_one(market_name: str, variant: str, change: dict, seed: int, total_steps: int, evaluations: int,
-            threads: int = 1) -> dict:
+            threads: int = 1, base: dict | None = None) -> dict:
     """Train one (market, variant, seed) and return its record: the validation curve, the
-    training-reward curve, final and best validation Sharpe, the references and the wall time."""
+    training-reward curve, final and best validation Sharpe, the references and the wall time.
+    ``base``: config fields under the variant's ``change`` (default: none, the package defaults)."""
     from ..training import initial_agent, train
 
     torch.set_num_threads(threads)
     env_config = EnvConfig()
     prepared, synthetic, _ = build_market(market_name, seed, variant)
-    config = make_config("ppo", **(change | {"seed": seed, "total_steps": total_steps}))
+    config = make_config("ppo", **((base or {}) | change | {"seed": seed, "total_steps": total_steps}))
     every = eval_every_for(config, evaluations)
     hold_valid = buy_and_hold_baseline(prepared.valid, env_config)
     record = {"market": market_name, "variant": variant, "seed": seed, "change": change,
@@ -285,6 +289,38 @@ def summary_table(record: dict) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index(["market", "variant"])
 
 
+MEASURE_NAMES = {"final_valid_sharpe": "final validation Sharpe", "best_valid_sharpe": "best validation Sharpe"}
+
+
+def describe(record: dict, measure: str = "final_valid_sharpe") -> list[str]:
+    """One sentence per market and variant, computed from the record: the variant's ``measure``
+    (mean ± std over seeds) against the base's and the buy-and-hold reference, and whether the
+    difference is an effect (the seed ranges do not overlap, `verdict`) or a tie."""
+    base_name = record.get("base_variant", "base")
+    rows = {(row["market"], row["variant"]): row for row in record["summary"]}
+    sentences = []
+    for (market, variant), row in rows.items():
+        base = rows.get((market, base_name))
+        if variant == base_name or base is None:
+            continue
+        mine, theirs = row[measure], base[measure]
+        seeds = len(row["seeds"])
+        outcome = verdict(mine["values"], theirs["values"])
+        if outcome == "tie":
+            reading = "the seed ranges overlap: a tie"
+        elif outcome == "too few seeds":
+            reading = f"{seeds} seed(s) against {len(base['seeds'])}: too few seeds for a verdict"
+        else:
+            word = "above" if outcome == "higher" else "below"
+            reading = f"all {seeds} seeds lie {word} all of the base's: an effect"
+        sentences.append(
+            f"{market}: {variant} ended at a {MEASURE_NAMES[measure]} of {mine['mean']:.2f} ± {mine['std']:.2f} "
+            f"(seeds {mine['min']:.2f} to {mine['max']:.2f}), {base_name} at {theirs['mean']:.2f} ± "
+            f"{theirs['std']:.2f} ({theirs['min']:.2f} to {theirs['max']:.2f}), buy-and-hold at "
+            f"{row['buy_and_hold_valid_sharpe']:.2f}; {reading}.")
+    return sentences
+
+
 def plot_sweep(record: dict, path=None):
     """Learning curves of a sweep record: validation Sharpe against env-steps (0: the untrained
     policy), mean over seeds with
@@ -368,37 +404,53 @@ def command_line(args) -> str:
         parts += ["--markets", *args.markets]
         if args.variants:
             parts += ["--variants", *args.variants]
+    if args.resume:
+        parts += ["--resume"]
     return shlex.join(parts)
 
 
-def plan(args) -> tuple[dict[str, dict], list[str], int]:
-    """``(variants, markets, total env-steps)`` of the arguments; bad arguments end here, in one line."""
-    for name in ("seeds", "evaluations", "jobs", "threads", "total_steps"):
-        if getattr(args, name) < 1:
-            raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    if args.experiment == "factor":
+def plan(experiment: str = "knobs", markets=MARKETS, variant_names=None, seeds: int = 3,
+         total_steps: int = PPOConfig().total_steps, evaluations: int = 12, base: dict | None = None,
+         jobs: int = 1, threads: int = 1) -> tuple[dict[str, dict], list[str], int]:
+    """``(variants, markets, total env-steps)`` of a sweep; bad settings end here, in one line."""
+    for name, value in (("seeds", seeds), ("evaluations", evaluations), ("jobs", jobs), ("threads", threads),
+                        ("total_steps", total_steps)):
+        if value < 1:
+            raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    if experiment == "factor":
         variants, markets = dict(FACTOR_VARIANTS), ["factor_file"]
-    else:
-        variants, markets = default_variants(), list(dict.fromkeys(args.markets))
-        if args.variants:
-            unknown = sorted(set(args.variants) - set(variants))
+    elif experiment == "knobs":
+        variants, markets = default_variants(), list(dict.fromkeys(markets))
+        unknown_markets = sorted(set(markets) - set(MARKETS))
+        if unknown_markets:
+            raise InputError(f"unknown market(s) {', '.join(unknown_markets)}: choose from {', '.join(MARKETS)}")
+        if variant_names:
+            unknown = sorted(set(variant_names) - set(variants))
             if unknown:
                 raise InputError(f"unknown variant(s) {', '.join(unknown)}: choose from {', '.join(variants)}")
             variants = {name: change for name, change in variants.items()
-                        if name == "base" or name in args.variants}
-    total = common_budget(args.total_steps, variants, args.evaluations)
+                        if name == "base" or name in variant_names}
+    else:
+        raise InputError(f"unknown experiment {experiment!r}: knobs or factor")
+    try:
+        make_config("ppo", **(base or {}))
+    except TypeError as error:
+        raise InputError(f"base config: {error}") from None
+    total = common_budget(total_steps, variants, evaluations, base)
     for change in variants.values():
-        eval_every_for(make_config("ppo", **change, total_steps=total), args.evaluations)
+        eval_every_for(make_config("ppo", **((base or {}) | change), total_steps=total), evaluations)
     return variants, markets, total
 
 
-def write_record(path: Path, header: dict, runs: list[dict]) -> dict:
+def write_record(path: Path | None, header: dict, runs: list[dict]) -> dict:
+    """The record of ``runs`` (sorted, with the summary); written atomically to ``path`` when given."""
     from ..training.experiment import write_json
 
     runs = sorted(runs, key=lambda r: (r["market"], r["variant"] != header["base_variant"], r["variant"], r["seed"]))
     record = header | {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                        "machine": machine(), "runs": runs, "summary": summarize(runs, header["base_variant"])}
-    write_json(record, path)
+    if path is not None:
+        write_json(record, path)
     return record
 
 
@@ -407,35 +459,69 @@ def base_variant(experiment: str) -> str:
     return "without_factor" if experiment == "factor" else "base"
 
 
-def run(args):
-    variants, markets, total = plan(args)
-    out = Path(args.out)
+def iter_sweep(experiment: str = "knobs", *, markets=MARKETS, variant_names=None, seeds: int = 3,
+               total_steps: int = PPOConfig().total_steps, evaluations: int = 12, base: dict | None = None,
+               jobs: int = 1, threads: int = 1, out=None, resume: bool = False, command: str | None = None):
+    """Run a sweep, yielding each finished run's record, then the whole record (``{"record": …}``).
+    ``out``: the JSON file, rewritten atomically after every run; ``resume`` keeps its runs.
+    ``jobs`` > 1 runs in that many processes; 1 runs here, in this process."""
+    variants, markets, total = plan(experiment, markets, variant_names, seeds, total_steps, evaluations, base,
+                                    jobs, threads)
+    out = Path(out) if out is not None else None
     done: list[dict] = []
-    if args.resume and out.exists():
+    if resume and out is not None and out.exists():
         try:
             done = json.loads(out.read_text())["runs"]
         except (OSError, ValueError, KeyError) as error:
             raise InputError(f"--resume: {out} is not a sweep record: {error}") from None
-    seeds = list(range(args.seeds))
-    base = PPOConfig()
-    header = {"bench": "sweep", "experiment": args.experiment, "command": command_line(args), "seeds": seeds,
-              "total_steps": total, "evaluations": args.evaluations,
-              "base_config": {k: getattr(base, k) for k in ("num_envs", *KNOBS, "learning_rate", "gamma")},
-              "variants": variants,
-              "base_variant": base_variant(args.experiment),
+        # only the runs this sweep would make (a narrower --variants drops the others)
+        done = [r for r in done if r["market"] in markets and r["variant"] in variants and r["seed"] < seeds
+                and r["env_steps"] == total and len(r["evaluations"]) == evaluations + 1]
+    defaults = PPOConfig(**(base or {}))
+    header = {"bench": "sweep", "experiment": experiment, "command": command, "seeds": list(range(seeds)),
+              "total_steps": total, "evaluations": evaluations,
+              "base_config": {k: getattr(defaults, k) for k in ("num_envs", *KNOBS, "learning_rate", "gamma")},
+              "variants": variants, "base_variant": base_variant(experiment),
               "markets": {m: build_market(m, 0)[2] for m in markets}}
     have = {(r["market"], r["variant"], r["seed"]) for r in done}
-    # variant by variant (both markets, all seeds): a sweep stopped early has whole variants
-    todo = [(m, v, s) for v in variants for m in markets for s in seeds if (m, v, s) not in have]
+    # variant by variant (every market, all seeds): a sweep stopped early has whole variants
+    todo = [(m, v, s) for v in variants for m in markets for s in range(seeds) if (m, v, s) not in have]
     runs = list(done)
-    with ProcessPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(run_one, m, v, variants[v], s, total, args.evaluations, args.threads)
-                   for m, v, s in todo]
-        for future in futures:
-            result = future.result()
+    arguments = [(m, v, variants[v], s, total, evaluations, threads, base) for m, v, s in todo]
+    if jobs == 1:
+        results = (run_one(*a) for a in arguments)
+        pool = None
+    else:
+        pool = ProcessPoolExecutor(jobs)
+        results = (future.result() for future in [pool.submit(run_one, *a) for a in arguments])
+    try:
+        for result in results:
             runs.append(result)
             write_record(out, header, runs)
-            yield {k: v for k, v in result.items() if k not in ("evaluations", "training")} | {"bench": "sweep"}
+            yield result
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     record = write_record(out, header, runs)
-    plot_sweep(record, out.with_suffix(".png"))
-    yield from record["summary"]
+    if out is not None:
+        plot_sweep(record, out.with_suffix(".png"))
+    yield {"record": record}
+
+
+def run_sweep(experiment: str = "knobs", **options) -> dict:
+    """The record of a sweep (see `iter_sweep` for the options), for a notebook."""
+    for item in iter_sweep(experiment, **options):
+        if "record" in item:
+            return item["record"]
+    raise AssertionError("iter_sweep ends with the record")
+
+
+def run(args):
+    options = {"markets": args.markets, "variant_names": args.variants, "seeds": args.seeds,
+               "total_steps": args.total_steps, "evaluations": args.evaluations, "jobs": args.jobs,
+               "threads": args.threads, "out": args.out, "resume": args.resume, "command": command_line(args)}
+    for item in iter_sweep(args.experiment, **options):
+        if "record" in item:
+            yield from item["record"]["summary"]
+        else:
+            yield {k: v for k, v in item.items() if k not in ("evaluations", "training")} | {"bench": "sweep"}
