@@ -275,12 +275,13 @@ def summary_table(record: dict) -> pd.DataFrame:
     """The summary of a sweep record as a table: one row per market and variant, final and best
     validation Sharpe as ``mean ± std [min, max]`` and the verdict against the base."""
     rows = []
+    base_name = record.get("base_variant", "base")
     for row in record["summary"]:
         line = {"market": row["market"], "variant": row["variant"], "seeds": len(row["seeds"])}
         for measure in ("final_valid_sharpe", "best_valid_sharpe"):
             s = row[measure]
             line[measure.replace("_", " ")] = f"{s['mean']:.2f} ± {s['std']:.2f} [{s['min']:.2f}, {s['max']:.2f}]"
-            line[f"{measure.split('_')[0]} vs base"] = row.get(f"{measure}_vs_base", "")
+            line[f"{measure.split('_')[0]} vs {base_name}"] = row.get(f"{measure}_vs_base", "")
         line["wall s"] = round(row["wall_seconds"]["mean"], 1)
         line["buy-and-hold valid Sharpe"] = round(row["buy_and_hold_valid_sharpe"], 2)
         if "oracle_valid_sharpe" in row:
@@ -382,7 +383,8 @@ def add_arguments(kinds) -> None:
                         help="knobs: the PPO knobs on --markets; factor: chapter 7's file with and without its factor")
     parser.add_argument("--markets", nargs="+", choices=MARKETS, default=list(MARKETS))
     parser.add_argument("--variants", nargs="+", default=None,
-                        help="a subset of the knob variants by name (default: all; base is always run)")
+                        help="a subset of the knob variants by name, run in this order (default: all; base is "
+                             "always run, first)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--total-steps", type=int, default=PPOConfig().total_steps,
                         help="env-steps per run, rounded down to a multiple of every variant's rollout")
@@ -428,8 +430,8 @@ def plan(experiment: str = "knobs", markets=MARKETS, variant_names=None, seeds: 
             unknown = sorted(set(variant_names) - set(variants))
             if unknown:
                 raise InputError(f"unknown variant(s) {', '.join(unknown)}: choose from {', '.join(variants)}")
-            variants = {name: change for name, change in variants.items()
-                        if name == "base" or name in variant_names}
+            # in the order given (the sweep runs them in that order: cheapest first, when time is short)
+            variants = {"base": {}} | {name: variants[name] for name in variant_names}
     else:
         raise InputError(f"unknown experiment {experiment!r}: knobs or factor")
     try:
