@@ -95,6 +95,35 @@ def test_tiny_sweep_writes_a_complete_record(tmp_path, capsys):
     assert json.loads(out.read_text())["runs"] == json.loads(record_before)["runs"]
 
 
+def test_merge_joins_parts_of_one_sweep(tmp_path):
+    from finrl_tutorial.bench.sweep import merge_records
+
+    def part(name, runs, **header):
+        record = {"bench": "sweep", "experiment": "knobs", "total_steps": 100, "evaluations": 2,
+                  "base_config": {"num_envs": 64}, "base_variant": "base", "command": f"cmd {name}",
+                  "date": "2026-12-01T00:00:00+00:00", "machine": {"cpu_count": 2},
+                  "variants": {r[1]: {} for r in runs}, "markets": {"sample": "s"}, **header,
+                  "runs": [{"market": m, "variant": v, "seed": s, "final_valid_sharpe": f, "best_valid_sharpe": f,
+                            "wall_seconds": 1.0, "approx_kl_mean": 0.0, "clip_fraction_mean": 0.0,
+                            "buy_and_hold_valid_sharpe": 0.0, "untrained_valid_sharpe": 0.0,
+                            "evaluations": [{"env_steps": 100, "valid_sharpe": f}]} for m, v, s, f in runs]}
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(record))
+        return path
+
+    a = part("a", [("sample", "base", s, 0.1 * s) for s in range(3)])
+    b = part("b", [("sample", "base", 0, 9.0)] + [("sample", "horizon_len=128", s, 1 + 0.1 * s) for s in range(3)])
+    merged = merge_records([a, b], tmp_path / "m.json", "merge cmd")
+    assert len(merged["runs"]) == 6  # base seed 0 once, from the first file
+    assert [r["final_valid_sharpe"] for r in merged["runs"] if r["variant"] == "base"] == [0.0, 0.1, 0.2]
+    assert [c["command"] for c in merged["merged_from"]] == ["cmd a", "cmd b"]
+    row = next(r for r in merged["summary"] if r["variant"] == "horizon_len=128")
+    assert row["final_valid_sharpe_vs_base"] == "higher"
+    other = part("c", [("sample", "base", 0, 0.0)], total_steps=200)
+    with pytest.raises(InputError, match="other settings"):
+        merge_records([a, other], tmp_path / "x.json")
+
+
 @pytest.mark.parametrize("extra, message", [
     (["--variants", "gamma=0.5"], "unknown variant"),
     (["--seeds", "0"], "--seeds must be >= 1"),

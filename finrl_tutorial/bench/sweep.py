@@ -322,12 +322,13 @@ def describe(record: dict, measure: str = "final_valid_sharpe") -> list[str]:
     return sentences
 
 
-def plot_sweep(record: dict, path=None):
+def plot_sweep(record: dict, path=None, title: str | None = None):
     """Learning curves of a sweep record: validation Sharpe against env-steps (0: the untrained
     policy), mean over seeds with
     a min-max band, one panel per knob (the base in every panel) and one row per market, with the
     buy-and-hold (and, on the synthetic market, the oracle) validation Sharpe as reference lines.
-    A factor record (no knobs) gets one panel per market. Saved as PNG at ``path`` when given."""
+    A factor record (no knobs) gets one panel per market. Saved as PNG at ``path`` when given;
+    ``title`` goes before the default title (which names the seeds)."""
     from matplotlib.figure import Figure
 
     from ..backtest.plots import save_figure
@@ -369,8 +370,9 @@ def plot_sweep(record: dict, path=None):
             if j == 0:
                 ax.set_ylabel("validation Sharpe")
     seeds = sorted({r["seed"] for r in runs})
-    fig.suptitle(f"{record.get('experiment', 'knobs')} sweep: mean over seeds {seeds}, band = min..max",
-                 fontsize="medium")
+    heading = f"{record.get('experiment', 'knobs')} sweep, {record['total_steps']:,} env-steps per run: " \
+              f"mean over seeds {seeds}, band = lowest..highest seed"
+    fig.suptitle(f"{title}: {heading}" if title else heading, fontsize="medium")
     if path is not None:
         save_figure(fig, path)
     return fig
@@ -393,6 +395,8 @@ def add_arguments(kinds) -> None:
     parser.add_argument("--jobs", type=int, default=1, help="runs in parallel processes")
     parser.add_argument("--out", default="runs/bench_sweep/sweep.json", help="the JSON record (PNG beside it)")
     parser.add_argument("--resume", action="store_true", help="keep the runs already in --out, run the rest")
+    parser.add_argument("--merge", nargs="+", default=None, metavar="SWEEP_JSON",
+                        help="train nothing: merge the runs of sweep records made with the same settings into --out")
     parser.add_argument("--threads", type=int, default=1)
 
 
@@ -518,7 +522,69 @@ def run_sweep(experiment: str = "knobs", **options) -> dict:
     raise AssertionError("iter_sweep ends with the record")
 
 
+def provenance(record: dict, name: str) -> str:
+    """Where a sweep record comes from, for a caption: date, machine, seeds, budget and the
+    command(s) that made it (a merged record lists the commands of its parts)."""
+    machine_info = record["machine"]
+    lines = [f"Record {name}: {record['date']}, {machine_info['platform']}, {machine_info['cpu_count']} CPUs, "
+             f"torch {machine_info['torch']}; seeds {record['seeds']}, {record['total_steps']:,} env-steps per run, "
+             f"{record['evaluations'] + 1} validations each.", f"Command: {record['command']}"]
+    for part in record.get("merged_from", []):
+        lines.append(f"  part ({part['runs']} runs, {part['date']}): {part['command']}")
+    return "\n".join(lines)
+
+
+SAME_SETTINGS = ("experiment", "total_steps", "evaluations", "base_config", "base_variant")
+"""Header fields two sweep records must share to be merged (else their runs are not comparable)."""
+
+
+def merge_records(paths: list, out, command: str | None = None) -> dict:
+    """One record from several sweep records of the same settings (`SAME_SETTINGS`), e.g. parts of
+    one sweep run in parallel processes: the union of their runs (a run present twice, the same
+    market, variant and seed, is kept once, from the first file), the summary recomputed. The
+    inputs' commands, dates and machines are kept under ``merged_from``."""
+    records = []
+    for path in paths:
+        try:
+            records.append(json.loads(Path(path).read_text()))
+            records[-1]["runs"]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise InputError(f"{path} is not a sweep record: {error}") from None
+    first = records[0]
+    for path, record in zip(paths[1:], records[1:]):
+        differ = [key for key in SAME_SETTINGS if record.get(key) != first.get(key)]
+        if differ:
+            raise InputError(f"{path} was made with other settings than {paths[0]} ({', '.join(differ)}): "
+                             "only parts of the same sweep can be merged")
+    runs, seen = [], set()
+    for record in records:
+        for run in record["runs"]:
+            key = (run["market"], run["variant"], run["seed"])
+            if key not in seen:
+                seen.add(key)
+                runs.append(run)
+    variants = {}
+    for record in records:
+        variants |= record["variants"]
+    markets = {}
+    for record in records:
+        markets |= record["markets"]
+    seeds = sorted({run["seed"] for run in runs})
+    header = {key: first[key] for key in ("bench", *SAME_SETTINGS)} | {
+        "command": command, "seeds": seeds, "variants": variants, "markets": markets,
+        "merged_from": [{"command": r.get("command"), "date": r.get("date"), "machine": r.get("machine"),
+                         "runs": len(r["runs"])} for r in records]}
+    record = write_record(Path(out), header, runs)
+    plot_sweep(record, Path(out).with_suffix(".png"))
+    return record
+
+
 def run(args):
+    if args.merge:
+        command = shlex.join(["python", "-m", "finrl_tutorial", "bench", "sweep", "--merge", *args.merge,
+                              "--out", args.out])
+        yield from merge_records(args.merge, args.out, command)["summary"]
+        return
     options = {"markets": args.markets, "variant_names": args.variants, "seeds": args.seeds,
                "total_steps": args.total_steps, "evaluations": args.evaluations, "jobs": args.jobs,
                "threads": args.threads, "out": args.out, "resume": args.resume, "command": command_line(args)}
