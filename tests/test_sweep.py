@@ -119,6 +119,10 @@ def test_merge_joins_parts_of_one_sweep(tmp_path):
     assert [c["command"] for c in merged["merged_from"]] == ["cmd a", "cmd b"]
     row = next(r for r in merged["summary"] if r["variant"] == "horizon_len=128")
     assert row["final_valid_sharpe_vs_base"] == "higher"
+    partial = part("p", [("sample", "batch_size=256", 0, 1.0)])
+    merged = merge_records([a, b, partial], tmp_path / "m2.json")
+    assert merged["incomplete_variants_left_out"] == ["batch_size=256"]
+    assert "batch_size=256" not in {r["variant"] for r in merged["runs"]} | set(merged["variants"])
     other = part("c", [("sample", "base", 0, 0.0)], total_steps=200)
     with pytest.raises(InputError, match="other settings"):
         merge_records([a, other], tmp_path / "x.json")

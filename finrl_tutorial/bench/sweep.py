@@ -541,7 +541,8 @@ SAME_SETTINGS = ("experiment", "total_steps", "evaluations", "base_config", "bas
 def merge_records(paths: list, out, command: str | None = None) -> dict:
     """One record from several sweep records of the same settings (`SAME_SETTINGS`), e.g. parts of
     one sweep run in parallel processes: the union of their runs (a run present twice, the same
-    market, variant and seed, is kept once, from the first file), the summary recomputed. The
+    market, variant and seed, is kept once, from the first file), the summary recomputed. A variant
+    that lacks a seed on a market is left out (listed under ``incomplete_variants_left_out``). The
     inputs' commands, dates and machines are kept under ``merged_from``."""
     records = []
     for path in paths:
@@ -563,15 +564,22 @@ def merge_records(paths: list, out, command: str | None = None) -> dict:
             if key not in seen:
                 seen.add(key)
                 runs.append(run)
-    variants = {}
-    for record in records:
-        variants |= record["variants"]
     markets = {}
     for record in records:
         markets |= record["markets"]
     seeds = sorted({run["seed"] for run in runs})
+    # a variant without every seed on every market (a part stopped early) is left out, and named
+    have = {(run["market"], run["variant"], run["seed"]) for run in runs}
+    names = list(dict.fromkeys(run["variant"] for run in runs))
+    incomplete = [v for v in names if any((m, v, s) not in have for m in markets for s in seeds)]
+    runs = [run for run in runs if run["variant"] not in incomplete]
+    variants = {}
+    for record in records:
+        variants |= {name: change for name, change in record["variants"].items()
+                     if name in {run["variant"] for run in runs}}
     header = {key: first[key] for key in ("bench", *SAME_SETTINGS)} | {
         "command": command, "seeds": seeds, "variants": variants, "markets": markets,
+        "incomplete_variants_left_out": incomplete,
         "merged_from": [{"command": r.get("command"), "date": r.get("date"), "machine": r.get("machine"),
                          "runs": len(r["runs"])} for r in records]}
     record = write_record(Path(out), header, runs)
