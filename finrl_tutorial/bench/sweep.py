@@ -338,7 +338,7 @@ def plot_sweep(record: dict, path=None, title: str | None = None):
     knobs = [k for k in KNOBS if any(knob_of(r["variant"]) == k for r in runs)]
     panels = knobs or [None]  # a factor record: every variant on one panel per market
     base_name = record.get("base_variant", "base")
-    fig = Figure(figsize=(4.4 * len(panels), 3.3 * len(markets)), layout="constrained")
+    fig = Figure(figsize=(max(8.0, 4.4 * len(panels)), 3.3 * len(markets) + 0.3), layout="constrained")
     axes = fig.subplots(len(markets), len(panels), sharex=True, sharey="row", squeeze=False)
     for i, market in enumerate(markets):
         mine = [r for r in runs if r["market"] == market]
