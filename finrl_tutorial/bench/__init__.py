@@ -68,9 +68,9 @@ def run(args):
 # The measuring functions the book calls (imported last: these modules import the helpers above).
 from .env import measure_env  # noqa: E402
 from .train import measure_loop  # noqa: E402
-from .sweep import (default_variants, describe, factor_bars, log_volume_ratio, plot_sweep,  # noqa: E402
+from .sweep import (along_the_curve, default_variants, describe, factor_bars, log_volume_ratio, plot_sweep,  # noqa: E402
                     provenance, run_sweep, summary_table)  # chapters 2 and 7
 
 __all__ = ["machine", "market_with_stocks", "measure_env", "measure_loop", "timed"]
-__all__ += ["default_variants", "describe", "factor_bars", "log_volume_ratio", "plot_sweep", "provenance",
+__all__ += ["along_the_curve", "default_variants", "describe", "factor_bars", "log_volume_ratio", "plot_sweep", "provenance",
             "run_sweep", "summary_table"]  # chapters 2 and 7
