@@ -24,6 +24,9 @@ reference line on both.
 Writes one JSON record (``--out``, atomically, rewritten after every finished run so an
 interrupted sweep keeps what it measured; ``--resume`` skips the runs already in it) and its figure
 (`plot_sweep`) beside it as PNG; prints one JSON line per run, then one per summary row.
+``--merge A.json B.json --out C.json`` joins parts of one sweep run in separate processes (same
+settings; the parts' commands are kept in ``merged_from``), leaving out any variant that lacks a
+seed on a market.
 """
 from __future__ import annotations
 
@@ -89,7 +92,8 @@ def common_budget(total_steps: int, variants: dict[str, dict], evaluations: int,
     step = math.lcm(*rollouts) * evaluations
     if total_steps < 2 * step:
         raise InputError(f"--total-steps {total_steps:,} is below {2 * step:,}, twice the common rollout multiple "
-                         f"of the variants times --evaluations {evaluations}: give a larger budget or fewer evaluations")
+                         f"of the variants times --evaluations {evaluations}: give a larger budget or fewer "
+                         "evaluations")
     return total_steps // step * step
 
 
