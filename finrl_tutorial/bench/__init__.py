@@ -13,14 +13,16 @@ import torch
 
 from ..provenance import machine
 from .common import market_with_stocks, timed
-from . import env, gpu, learn, peers, scale, train
+from . import env, gpu, learn, peers, scale, sweep, train
 from .env import measure_env
 from .train import measure_loop
 from .report import (env_throughput_table, full_run_commentary, gpu_summary, loop_cost_lines, peer_ratio_table,
                      peer_summary, peer_table, peer_target_lines, provenance, scale_findings, scale_label,
                      scale_spread)
+from .sweep import (along_the_curve, default_variants, describe, factor_bars, log_volume_ratio, plot_sweep,  # chapters 2, 7
+                    run_sweep, summary_table, sweep_caption)
 
-KINDS = {"env": env, "train": train, "scale": scale, "gpu": gpu, "peers": peers, "learn": learn}
+KINDS = {"env": env, "train": train, "scale": scale, "gpu": gpu, "peers": peers, "learn": learn, "sweep": sweep}
 """``bench <kind>`` → the module that measures it."""
 
 
@@ -53,6 +55,7 @@ def run(args):
         yield record
 
 
-__all__ = ["command_line", "env_throughput_table", "full_run_commentary", "gpu_summary", "loop_cost_lines",
+__all__ = ["along_the_curve", "command_line", "default_variants", "describe", "factor_bars", "log_volume_ratio",
+           "plot_sweep", "run_sweep", "summary_table", "sweep_caption", "env_throughput_table", "full_run_commentary", "gpu_summary", "loop_cost_lines",
            "machine", "market_with_stocks", "measure_env", "measure_loop", "peer_ratio_table", "peer_summary",
            "peer_table", "peer_target_lines", "provenance", "scale_findings", "scale_label", "scale_spread", "timed"]
