@@ -70,7 +70,8 @@ def loop_cost_lines(train_records: Iterable[dict] | pd.DataFrame,
 
 
 def scale_label(record: dict | pd.Series) -> str:
-    """A short name for one ``bench scale`` record: ``vec 1,024``, ``subproc ×2``, ``ddp ×2 (512 envs)``."""
+    """A short name for one ``bench scale`` record: ``vec 1,024``, ``subproc ×2``, ``ddp ×2 (512 envs)``,
+    ``in-process trainer (256 envs)``."""
     layout = record["layout"]
     if layout in ("vec", "vmap"):
         return f"{layout} {int(record['num_envs']):,}"
@@ -78,6 +79,8 @@ def scale_label(record: dict | pd.Series) -> str:
         return "single"
     if layout == "subproc":
         return f"subproc ×{int(record['processes'])}"
+    if layout == "trainer":
+        return f"in-process trainer ({int(record['num_envs']):,} envs)"
     return f"{layout} ×{int(record['processes'])} ({int(record['num_envs']):,} envs)"
 
 

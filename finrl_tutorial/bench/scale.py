@@ -62,6 +62,7 @@ from ..training.trainer import train
 from ..training.workers import WorkerPool
 from .common import market_with_stocks
 from .env import measure_env
+from .report import scale_label
 from .train import measure_loop
 
 LAYOUTS = ("single", "subproc", "vec", "vmap", "ddp", "workers", "trainer")
@@ -297,26 +298,13 @@ def _workers_once(args, prepared: PreparedMarket, processes: int, learner_thread
             "samples_per_s": samples, "rollout_env_steps_per_s": collected}
 
 
-def _label(record: dict) -> str:
-    layout, processes, num_envs = record["layout"], record["processes"], record["num_envs"]
-    if layout == "single":
-        return "single"
-    if layout == "subproc":
-        return f"subproc ×{processes}"
-    if layout == "trainer":
-        return f"in-process trainer ({num_envs:,} envs)"
-    if layout in ("vec", "vmap"):
-        return f"{layout} {num_envs:,}"
-    return f"{layout} ×{processes} ({num_envs:,} envs)"
-
-
 def write_outputs(records: list[dict], out: str | Path) -> Path:
     """``scale.json`` and the two bar charts under ``out``."""
     out = Path(out)
     write_json({"records": records}, out / "scale.json")
     for key, name, label in (("env_steps_per_s", "env_steps.png", "env steps / s"),
                              ("samples_per_s", "samples.png", "training samples / s (rollout + update)")):
-        values = {_label(r): r[key] for r in records if r.get(key, 0) > 0}
+        values = {scale_label(r): r[key] for r in records if r.get(key, 0) > 0}
         if values:
             plot_bars(values, path=out / name, ylabel=label, log=True)
     return out
