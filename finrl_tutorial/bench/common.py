@@ -1,6 +1,8 @@
-"""What every benchmark shares: a market of any width, and a timing loop."""
+"""What every benchmark shares: a market of any width, a timing loop, the command of a record."""
 from __future__ import annotations
 
+import argparse
+import shlex
 import time
 
 import torch
@@ -37,3 +39,26 @@ def sync_for(device) -> callable:
     """A function that waits for the queued work of ``device`` (nothing to wait for on the CPU)."""
     device = torch.device(device)
     return (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
+
+
+def explicit_command(args: argparse.Namespace, add_arguments) -> str:
+    """The command that reproduces a ``bench`` run with every option spelled out, read from the
+    benchmark's own parser (``add_arguments``, the module's function): a flag for a true switch, the
+    values of a list, nothing for an unset option. Unlike the command as typed, it still means the
+    same run after a default changes."""
+    kinds = argparse.ArgumentParser().add_subparsers()
+    add_arguments(kinds)
+    (name, parser), = kinds.choices.items()
+    parts = ["python", "-m", "finrl_tutorial", "bench", name]
+    for action in parser._actions:  # argparse's list of options (no public accessor)
+        value = getattr(args, action.dest, None)
+        if not action.option_strings or isinstance(action, argparse._HelpAction) or value is None or value is False:
+            continue
+        flag = action.option_strings[-1]
+        if value is True:
+            parts.append(flag)
+        elif isinstance(value, (list, tuple)):
+            parts += [flag, *map(str, value)] if value else []
+        else:
+            parts += [flag, str(value)]
+    return shlex.join(parts)

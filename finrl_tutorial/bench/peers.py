@@ -35,7 +35,6 @@ import contextlib
 import importlib
 import importlib.metadata
 import importlib.util
-import shlex
 import statistics
 import sys
 import time
@@ -56,7 +55,7 @@ from ..data.market import MarketData
 from ..envs import EnvConfig, StockTradingEnv
 from ..errors import InputError, one_line
 from ..provenance import machine
-from .common import market_with_stocks, timed
+from .common import explicit_command, market_with_stocks, timed
 from .env import measure_env
 from .train import measure_loop
 
@@ -470,18 +469,6 @@ def summary(measured: list[Measurement], stocks: int) -> dict:
     return {"medians": median, "ratios": ratios, "targets": targets}
 
 
-def command_line(args) -> str:
-    """The command that reproduces this run (every option explicit)."""
-    parts = ["python", "-m", "finrl_tutorial", "bench", "peers", "--measure", *args.measure,
-             "--stocks", str(args.stocks), "--num-envs", *map(str, args.num_envs), "--seconds", str(args.seconds),
-             "--repeats", str(args.repeats), "--sb3-steps", str(args.sb3_steps),
-             "--loop-envs", *map(str, args.loop_envs), "--iterations", str(args.iterations),
-             "--threads", str(args.threads)]
-    if args.out:
-        parts += ["--out", args.out]
-    return shlex.join(parts)
-
-
 def run(args):
     for name in ("stocks", "repeats", "sb3_steps", "iterations", "threads"):
         if getattr(args, name) < 1:
@@ -490,7 +477,7 @@ def run(args):
         raise InputError("--seconds must be > 0 and --num-envs / --loop-envs >= 1")
     market = market_with_stocks(load_market().train, args.stocks)
     common = {"stocks": args.stocks, "data": f"{market.source} train split {market.first_date}..{market.last_date}",
-              "versions": peer_versions(), "command": command_line(args)}
+              "versions": peer_versions(), "command": explicit_command(args, add_arguments)}
     records, measured = [], []
     for item in build_measurements(args, market):
         if isinstance(item, tuple):

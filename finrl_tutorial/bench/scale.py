@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shlex
 import socket
 import statistics
 import time
@@ -60,7 +59,7 @@ from ..provenance import machine
 from ..training.distributed import DistributedContext
 from ..training.trainer import train
 from ..training.workers import WorkerPool
-from .common import market_with_stocks
+from .common import explicit_command, market_with_stocks
 from .env import measure_env
 from .report import scale_label
 from .train import measure_loop
@@ -100,19 +99,6 @@ def default_sweep(max_num_envs: int) -> list[int]:
         sizes.append(n)
         n *= 4
     return sizes + [max_num_envs]
-
-
-def command_line(args) -> str:
-    """The command that reproduces this run (every option explicit)."""
-    parts = ["python", "-m", "finrl_tutorial", "bench", "scale", "--layouts", *args.layouts,
-             "--processes", *map(str, args.processes)]
-    if args.num_envs:
-        parts += ["--num-envs", *map(str, args.num_envs)]
-    parts += ["--max-num-envs", str(args.max_num_envs), "--loop-max-envs", str(args.loop_max_envs),
-              "--layout-envs", str(args.layout_envs), "--loop-iterations", str(args.loop_iterations),
-              "--repeats", str(args.repeats), "--seconds", str(args.seconds), "--stocks", str(args.stocks),
-              "--device", str(args.device), "--out", str(args.out), "--threads", str(args.threads)]
-    return shlex.join(parts)
 
 
 def loadavg() -> list[float] | None:
@@ -222,7 +208,7 @@ def measure_layouts(args, prepared: PreparedMarket):
     device, stocks = torch.device(args.device), market.num_stocks
     sweep = args.num_envs or default_sweep(args.max_num_envs)
     layouts = args.layouts
-    _record = functools.partial(_make_record, command=command_line(args))
+    _record = functools.partial(_make_record, command=explicit_command(args, add_arguments))
     if "single" in layouts:
         record = measure_env("single", market, 1, "cpu", args.seconds)
         yield _record("single", 1, 1, stocks, "cpu", env_steps_per_s=record["env_steps_per_s"])

@@ -33,7 +33,6 @@ from __future__ import annotations
 import datetime
 import json
 import math
-import shlex
 import statistics
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -55,6 +54,7 @@ from ..envs import EnvConfig
 from ..errors import InputError
 from ..provenance import machine
 from ..training import initial_agent, train
+from .common import explicit_command
 from .learn import DEFAULT_STRENGTHS, capture
 
 KNOBS = ("batch_size", "horizon_len", "repeat_times")
@@ -430,21 +430,6 @@ def add_arguments(kinds) -> None:
     parser.add_argument("--threads", type=int, default=1)
 
 
-def command_line(args) -> str:
-    """The command that reproduces this record (every option explicit)."""
-    parts = ["python", "-m", "finrl_tutorial", "bench", "sweep", "--experiment", args.experiment,
-             "--seeds", str(args.seeds), "--total-steps", str(args.total_steps),
-             "--evaluations", str(args.evaluations), "--jobs", str(args.jobs), "--threads", str(args.threads),
-             "--out", args.out]
-    if args.experiment == "knobs":
-        parts += ["--markets", *args.markets]
-        if args.variants:
-            parts += ["--variants", *args.variants]
-    if args.resume:
-        parts += ["--resume"]
-    return shlex.join(parts)
-
-
 def plan(experiment: str = "knobs", markets=MARKETS, variant_names=None, seeds: int = 3,
          total_steps: int = PPOConfig().total_steps, evaluations: int = 12, base: dict | None = None,
          jobs: int = 1, threads: int = 1) -> tuple[dict[str, dict], list[str], int]:
@@ -618,13 +603,11 @@ def merge_records(paths: list, out, command: str | None = None) -> dict:
 
 def run(args):
     if args.merge:
-        command = shlex.join(["python", "-m", "finrl_tutorial", "bench", "sweep", "--merge", *args.merge,
-                              "--out", args.out])
-        yield from merge_records(args.merge, args.out, command)["summary"]
+        yield from merge_records(args.merge, args.out, explicit_command(args, add_arguments))["summary"]
         return
     options = {"markets": args.markets, "variant_names": args.variants, "seeds": args.seeds,
                "total_steps": args.total_steps, "evaluations": args.evaluations, "jobs": args.jobs,
-               "threads": args.threads, "out": args.out, "resume": args.resume, "command": command_line(args)}
+               "threads": args.threads, "out": args.out, "resume": args.resume, "command": explicit_command(args, add_arguments)}
     for item in iter_sweep(args.experiment, **options):
         if "record" in item:
             yield from item["record"]["summary"]
