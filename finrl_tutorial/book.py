@@ -12,6 +12,7 @@ import importlib.resources
 import inspect
 import json
 import os
+import re
 import tempfile
 import warnings
 from pathlib import Path
@@ -43,18 +44,22 @@ def temp_run_folder(prefix: str = "finrl_tutorial_") -> Path:
     return Path(tempfile.mkdtemp(prefix=prefix))
 
 
+def _records_folder():
+    """Where the committed records are: the installed package ``finrl_tutorial.records`` or, in a
+    checkout (an editable install, or the repository on sys.path: no records package), ``book/data/``.
+    A Traversable: without an ``__init__.py`` the package may be a MultiplexedPath, whose str() is no path."""
+    try:
+        return importlib.resources.files("finrl_tutorial.records")
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parent.parent / "book" / "data"
+
+
 def record_path(name: str) -> Path:
     """The committed record ``name`` (e.g. ``"bench_env.jsonl"``): from the installed package
     (``finrl_tutorial.records``) or, in a checkout, from ``book/data/``."""
-    candidates = []
-    try:
-        candidates.append(Path(str(importlib.resources.files("finrl_tutorial.records") / name)))
-    except ModuleNotFoundError:  # an editable install or a checkout on sys.path: no records package
-        pass
-    candidates.append(Path(__file__).resolve().parent.parent / "book" / "data" / name)
-    for path in candidates:
-        if path.is_file():
-            return path
+    entry = _records_folder() / name
+    if entry.is_file():
+        return Path(str(entry))
     raise InputError(f"record {name!r} not found: it ships with the package (finrl_tutorial.records) "
                      "and lives in the repository's book/data/; reinstall the package from the repository")
 
@@ -71,12 +76,8 @@ def read_records(name: str) -> list[dict]:
 
 def record_names(pattern: str = "*") -> list[str]:
     """Names of the committed records matching ``pattern`` (e.g. ``"gpu*.json"``), sorted."""
-    try:
-        # a Traversable: records has no __init__.py, so this may be a MultiplexedPath, whose str() is no path
-        entries = list(importlib.resources.files("finrl_tutorial.records").iterdir())
-    except ModuleNotFoundError:  # an editable install or a checkout on sys.path: no records package
-        folder = Path(__file__).resolve().parent.parent / "book" / "data"
-        entries = list(folder.iterdir()) if folder.is_dir() else []
+    folder = _records_folder()
+    entries = list(folder.iterdir()) if folder.is_dir() else []
     return sorted(entry.name for entry in entries if entry.is_file() and fnmatch.fnmatch(entry.name, pattern))
 
 
@@ -94,25 +95,18 @@ def show_source(obj, lines: tuple[int, int] | None = None):
             raise InputError(f"lines {lines} are outside the {len(source.splitlines())} lines of the source")
         source = "\n".join(chunk) + "\n"
     # a fence longer than any run of backticks inside the source (docstrings may hold ``code``)
-    longest = max((len(run) for run in source.split("\n") for run in _backtick_runs(run)), default=0)
+    longest = max((len(run) for run in re.findall("`+", source)), default=0)
     fence = "`" * max(3, longest + 1)
-    text = f"{fence}python\n{source.rstrip()}\n{fence}"
+    return _markdown(f"{fence}python\n{source.rstrip()}\n{fence}")
+
+
+def _markdown(text: str):
+    """``text`` as an IPython ``Markdown`` object (a cell displays it), or the text itself outside IPython."""
     try:
-        from IPython.display import Markdown
+        from IPython.display import Markdown  # optional: a notebook has it, plain Python may not
     except ImportError:
         return text
     return Markdown(text)
-
-
-def _backtick_runs(line: str) -> list[str]:
-    runs, current = [], ""
-    for char in line:
-        if char == "`":
-            current += char
-        elif current:
-            runs.append(current)
-            current = ""
-    return runs + ([current] if current else [])
 
 
 def measured_box(this_run: dict, committed: dict, shows: str, does_not_show: str, title: str = "What this chapter measured"):
@@ -123,12 +117,7 @@ def measured_box(this_run: dict, committed: dict, shows: str, does_not_show: str
     lines += [f"| this run: {name} | {value} |" for name, value in this_run.items()]
     lines += [f"| full size (committed): {name} | {value} |" for name, value in committed.items()]
     lines += ["", f"*Shows:* {shows}", "", f"*Does not show:* {does_not_show}"]
-    text = "\n".join(lines)
-    try:
-        from IPython.display import Markdown  # optional, as above
-    except ImportError:
-        return text
-    return Markdown(text)
+    return _markdown("\n".join(lines))
 
 
 # --- chapters 4 and 5: speed-ups from the committed `bench scale` record, with their spread ---
