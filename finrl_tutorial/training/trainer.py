@@ -302,8 +302,7 @@ class Bookkeeping:
         if self.best_weights is not None:
             self.agent.load_state_dict(self.best_weights)
         if self.run_dir is not None and frame["valid/sharpe_ratio"].notna().any():
-            plot_learning_curve(frame, x="env_steps", y=("train/final_wealth", "valid/sharpe_ratio", "loss/entropy"),
-                                path=self.run_dir / "learning_curve.png")
+            plot_learning_curve(frame, path=self.run_dir / "learning_curve.png")  # its default columns
         self.agent.eval()
         return TrainResult(self.agent, frame, self.env_steps, wall_seconds, self.best_sharpe, self.run_dir,
                            world_size=self.world_size, workers=self.collector.num_workers)
