@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 import pandas as pd
+from matplotlib.artist import setp
 from matplotlib.figure import Figure
 
 from .atomic import save_figure
@@ -63,9 +64,7 @@ def plot_equity(
     ax_dd.set_ylabel("drawdown (%)")
     ax_dd.set_xlabel("date")
     ax_dd.grid(alpha=0.3)
-    for tick in ax_dd.get_xticklabels():
-        tick.set_rotation(30)
-        tick.set_horizontalalignment("right")
+    setp(ax_dd.get_xticklabels(), rotation=30, horizontalalignment="right")
     return _finish(fig, path)
 
 
@@ -173,9 +172,7 @@ def plot_bars(
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
     if len(labels) > 4:
-        for tick in ax.get_xticklabels():
-            tick.set_rotation(30)
-            tick.set_horizontalalignment("right")
+        setp(ax.get_xticklabels(), rotation=30, horizontalalignment="right")
     return _finish(fig, path)
 
 
