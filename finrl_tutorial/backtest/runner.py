@@ -51,7 +51,7 @@ def run_policy(policy: Policy, market: MarketData, env_config: EnvConfig | None 
     obs, _ = env.reset()
     wealth, fees, traded, dividends = [config.initial_cash], [0.0], [0.0], [0.0]
     weights = [torch.zeros(market.num_stocks, dtype=dtype)]
-    per_stock = env.observation_dim // market.num_stocks  # observation: cash share, then one block per stock
+    per_stock = (env.observation_dim - 1) // market.num_stocks  # observation: cash share, then one block per stock
     for _ in range(market.num_days - 1):
         obs, _, terminated, truncated, info = env.step(policy(obs))
         wealth.append(float(info["wealth"][0]))

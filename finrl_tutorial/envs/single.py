@@ -7,7 +7,7 @@ import torch
 
 from ..data.market import MarketData
 from ..errors import InputError
-from .core import (EnvConfig, MarketArrays, check_reset_options, draw_start_days, initial_account,
+from .core import (EnvConfig, MarketArrays, check_action_tensor, check_env_arguments, check_reset_options, draw_start_days, initial_account,
                    observation_size, observe, start_days_option, step_account)
 
 
@@ -23,7 +23,7 @@ class StockTradingEnv(gym.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, market: MarketData, config: EnvConfig | None = None, dtype: torch.dtype = torch.float64):
-        self.config = config or EnvConfig()
+        self.config = check_env_arguments("StockTradingEnv", market, config, dtype)
         self.market = market.to("cpu", dtype)
         self.arrays = MarketArrays.from_market(self.market, self.config.fees)
         self.dtype = dtype
@@ -53,6 +53,7 @@ class StockTradingEnv(gym.Env):
     def step(self, action):
         if self.account is None:
             raise RuntimeError("call reset() before step()")
+        check_action_tensor(action)
         try:
             values = np.asarray(action, dtype=np.float64)
         except (TypeError, ValueError):
