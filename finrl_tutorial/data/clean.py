@@ -14,7 +14,7 @@ from stockstats import StockDataFrame
 
 from .. import rules
 from .market import MarketData
-from .schema import PRICE_COLUMNS, DataError, feature_columns, validate_bars
+from .schema import PRICE_COLUMNS, DataError, check_factors, check_splits, feature_columns, validate_bars
 
 DEFAULT_INDICATORS = ("macd", "boll_ub", "boll_lb", "rsi_30", "cci_30", "dx_30", "close_30_sma", "close_60_sma")
 """FinRL's default technical indicators (stockstats names)."""
@@ -291,6 +291,7 @@ def _dense(frame: pd.DataFrame, column: str, dates, tickers) -> np.ndarray:
 
 
 def _split_positions(dates: pd.DatetimeIndex, splits) -> dict[str, tuple[int, int]]:
+    check_splits(splits)
     positions = {}
     for name, (start, end) in splits.items():
         inside = np.flatnonzero((dates >= pd.Timestamp(start)) & (dates <= pd.Timestamp(end)))
@@ -436,6 +437,7 @@ def prepare_validated(bars: pd.DataFrame, *, splits: dict | None = None, indicat
         mean, std = check_feature_stats(feature_stats, feature_names)
     else:
         train_start, train_stop = positions["train"]
+        factor_warnings = check_factors(rows, user_factors, dates[train_start], dates[train_stop - 1])
         train_values = raw_features[train_start:train_stop][traded[train_start:train_stop]]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -460,6 +462,7 @@ def prepare_validated(bars: pd.DataFrame, *, splits: dict | None = None, indicat
         "feature_stats_from": "given" if feature_stats is not None else "train split",
         "indicators": list(indicators),
         "user_factors": user_factors,
+        "factor_warnings": factor_warnings if feature_stats is None else [],
     }
     as_tensor = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=torch.float64)  # noqa: E731
     everything = MarketData(
