@@ -14,7 +14,8 @@ from stockstats import StockDataFrame
 
 from .. import rules
 from .market import MarketData
-from .schema import PRICE_COLUMNS, DataError, check_factors, check_splits, feature_columns, validate_bars
+from .schema import (PRICE_COLUMNS, DataError, check_factors, check_splits, feature_columns, names_argument,
+                     validate_bars)
 
 DEFAULT_INDICATORS = ("macd", "boll_ub", "boll_lb", "rsi_30", "cci_30", "dx_30", "close_30_sma", "close_60_sma")
 """FinRL's default technical indicators (stockstats names)."""
@@ -321,6 +322,8 @@ def fraction_splits(dates: pd.DatetimeIndex, train: float = 0.6, valid: float = 
 def check_feature_stats(stats: dict, feature_names: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Given normalisation statistics (``{"names", "mean", "std"}``, as a checkpoint stores
     them) as arrays in ``feature_names`` order; a `DataError` saying which features differ."""
+    if not isinstance(stats, dict) or not {"names", "mean", "std"} <= set(stats):
+        raise DataError(f"feature_stats must be a dict with 'names', 'mean' and 'std', got {type(stats).__name__}")
     names = list(stats["names"])
     if names != list(feature_names):
         missing = [n for n in names if n not in feature_names]
@@ -381,7 +384,7 @@ def prepare_validated(bars: pd.DataFrame, *, splits: dict | None = None, indicat
                       feature_stats: dict | None = None, window_start=None, listings=None) -> PreparedMarket:
     """`prepare_market` on bars that `validate_bars` returned (or a row subset of them): the
     entry check is not run a second time."""
-    indicators = tuple(indicators)
+    indicators = tuple(names_argument(indicators, "indicators") or ())
     user_factors = feature_columns(bars)
     built_in = set(indicators) | {"return_1d"}
     clash = [c for c in user_factors if c in built_in]

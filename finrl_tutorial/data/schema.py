@@ -533,6 +533,25 @@ def _check_factor(frame: pd.DataFrame, column: str) -> None:
     frame[column] = values
 
 
+# --------------------------------------------------------------------------- arguments
+
+def names_argument(value, what: str) -> list[str] | None:
+    """A list of names given as an argument (``tickers``, ``indicators``): None, one string
+    (commas separate names: ``"600000.SH,600519.SH"``, as on the command line) or an iterable
+    of strings/codes. Anything else is a `DataError` naming the argument."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, (bytes, Mapping)) or not hasattr(value, "__iter__"):
+        raise DataError(f"{what} must be a list of names (or one string), got {type(value).__name__} {value!r}")
+    names = list(value)
+    bad = [name for name in names if not isinstance(name, (str, int, np.integer)) or isinstance(name, bool)]
+    if bad:
+        raise DataError(f"{what} must be names, got {bad[0]!r}")
+    return [str(name) if isinstance(name, str) else f"{int(name):06d}" for name in names]
+
+
 # --------------------------------------------------------------------------- splits
 
 SPLIT_NAMES = ("train", "valid", "test")
