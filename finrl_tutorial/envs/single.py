@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from ..data.market import MarketData
-from ..errors import InputError
+from ..errors import InputError, check_int
 from .core import (EnvConfig, MarketArrays, check_action_tensor, check_env_arguments, check_reset_options, draw_start_days, initial_account,
                    observation_size, observe, start_days_option, step_account)
 
@@ -42,6 +42,8 @@ class StockTradingEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         check_reset_options(options)
+        if seed is not None:
+            check_int("StockTradingEnv.reset", "seed", seed, minimum=0)  # gymnasium takes seeds >= 0 only
         super().reset(seed=seed)
         uniform = torch.tensor(self.np_random.random(), dtype=torch.float64)
         start = draw_start_days(uniform, self.arrays.num_days, self.config)
