@@ -18,7 +18,7 @@ from .agents import make_config
 from .atomic import atomic_open, write_json
 from .backtest.runner import agent_policy, backtest
 from .envs import EnvConfig, shard_start_windows
-from .errors import InputError, TrainingError, one_line, require_device
+from .errors import InputError, TrainingError, one_line, require_device, show_data_warnings_in_one_line
 from .training import (DataParallelContext, DistributedContext, WorkerPool, agent_from_checkpoint, load_checkpoint,
                        results_table, run_experiment, runs)
 
@@ -312,6 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    show_data_warnings_in_one_line()
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

@@ -12,6 +12,8 @@ import dataclasses
 import functools
 import math
 import numbers
+import sys
+import warnings
 
 import torch
 
@@ -46,6 +48,21 @@ def one_line(problem: BaseException | str, secret: str | None = None, limit: int
     if secret:
         text = text.replace(secret, "***")
     return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."
+
+
+def show_data_warnings_in_one_line() -> None:
+    """Print each `DataWarning` as ``warning: <message>`` on one line of stderr (the command line's
+    form) instead of Python's file-and-line form; other warnings are shown as before."""
+    original = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, DataWarning):
+            print("warning: " + one_line(str(message)), file=file or sys.stderr)
+        else:
+            original(message, category, filename, lineno, file, line)
+
+    if getattr(original, "__name__", "") != "show":
+        warnings.showwarning = show
 
 
 def _is_int(value) -> bool:

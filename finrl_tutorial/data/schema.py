@@ -399,6 +399,13 @@ def validate_bars(frame: pd.DataFrame, min_history: int = 2, date_format: str | 
     _check(frame, frame["volume"].isna(), "missing volume (write 0 for no trades, or leave the row out)")
     _check(frame, ~np.isfinite(frame["volume"]), "non-finite volume", "volume")
     _check(frame, frame["volume"] < 0, "negative volume", "volume")
+    if (frame["volume"] == 0).all():
+        raise DataError("volume is 0 on every row: nothing can be traded (at most a share of the day's volume "
+                        "fills); give the traded volume in shares")
+    silent = frame.groupby("tic")["volume"].max()
+    if (silent == 0).any():
+        warnings.warn(f"ticker(s) with volume 0 on every row: {', '.join(silent[silent == 0].index[:5])}: they can "
+                      "never be traded (give their traded volume in shares, or leave them out)", DataWarning, stacklevel=3)
     _check_optional(frame, present_optional)
 
     for column in [c for c in frame.columns if c not in REQUIRED_COLUMNS + OPTIONAL_COLUMNS]:
