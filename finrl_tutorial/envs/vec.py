@@ -118,11 +118,13 @@ class VecStockTradingEnv(VectorEnv):
         if self.account is None:
             raise RuntimeError("call reset() before step()")
         check_action_tensor(actions)
-        try:
-            action = actions if isinstance(actions, torch.Tensor) else torch.as_tensor(actions)
-        except (TypeError, ValueError, RuntimeError):
-            raise InputError(f"actions must be numbers, shape ({self.num_envs}, {self.num_stocks}), "
-                             f"got {type(actions).__name__}") from None
+        action = actions
+        if not isinstance(action, torch.Tensor):  # (a tensor skips this: the compiled step has no try block)
+            try:
+                action = torch.as_tensor(actions)
+            except (TypeError, ValueError, RuntimeError):
+                raise InputError(f"actions must be numbers, shape ({self.num_envs}, {self.num_stocks}), "
+                                 f"got {type(actions).__name__}") from None
         if tuple(action.shape) != (self.num_envs, self.num_stocks):
             raise InputError(f"actions have shape {tuple(action.shape)}, expected ({self.num_envs}, {self.num_stocks}): "
                              "one row per env, one value in [-1, 1] per stock")
