@@ -56,6 +56,8 @@ class StockTradingEnv(gym.Env):
         if self.account is None:
             raise RuntimeError("call reset() before step()")
         check_action_tensor(action)
+        if isinstance(action, torch.Tensor):  # a policy's output: on a GPU, or still attached to its graph
+            action = action.detach().cpu()
         try:
             values = np.asarray(action, dtype=np.float64)
         except (TypeError, ValueError):
