@@ -630,20 +630,26 @@ def _rank_ic(factor: pd.Series, forward: pd.Series) -> tuple[float, int]:
     return float(np.corrcoef(a, b)[0, 1]), count
 
 
-def lookahead_scores(bars: pd.DataFrame, column: str) -> dict[str, float]:
-    """Rank IC of user factor ``column`` (known at day t's close) against what it cannot know:
-    the next bar's close-to-close return, the gap to the next open (the price an order decided
-    at t fills at), and the open-to-open return of a position filled there. Per stock, on its
-    own consecutive bars; pooled over stocks (so one stock is enough)."""
+def _forward_returns(bars: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, pd.Series]]:
+    """The bars sorted by (tic, date) and what a factor known at day t's close cannot know: the
+    next bar's close-to-close return, the gap to the next open (the price an order decided at t
+    fills at), and the open-to-open return of a position filled there. Per stock, on its own
+    consecutive bars."""
     ordered = bars.sort_values(["tic", "date"])
     by_stock = ordered.groupby("tic")
-    close, open_ = ordered["close"], ordered["open"]
+    close = ordered["close"]
     next_close, next_open = by_stock["close"].shift(-1), by_stock["open"].shift(-1)
-    forward = {
+    return ordered, {
         "next close-to-close return": next_close / close - 1.0,
         "gap to the next open (the fill price)": next_open / close - 1.0,
         "next open-to-open return": by_stock["open"].shift(-2) / next_open - 1.0,
     }
+
+
+def lookahead_scores(bars: pd.DataFrame, column: str, _forward=None) -> dict[str, float]:
+    """Rank IC of user factor ``column`` against each of `_forward_returns`, pooled over stocks
+    (so one stock is enough): about 0 for a factor known at the close, 1 for a copy of the future."""
+    ordered, forward = _forward if _forward is not None else _forward_returns(bars)
     factor = ordered[column].astype(float)
     return {name: _rank_ic(factor, values)[0] for name, values in forward.items()}
 
@@ -657,6 +663,7 @@ def check_factors(bars: pd.DataFrame, factors, train_start, train_end) -> list[s
     looks ahead: a rank IC against a next-bar return beyond `LOOKAHEAD_IC`."""
     messages = []
     in_train = (bars["date"] >= pd.Timestamp(train_start)) & (bars["date"] <= pd.Timestamp(train_end))
+    forward = _forward_returns(bars) if len(factors) else None
     for column in factors:
         values = bars.loc[in_train, column]
         known = values.dropna()
@@ -673,7 +680,7 @@ def check_factors(bars: pd.DataFrame, factors, train_start, train_end) -> list[s
         if empty > MOSTLY_EMPTY:
             messages.append(f"user factor {column!r} is empty on {empty:.0%} of the training split's rows: those "
                             "cells carry the last value forward (stale); fill it or drop it")
-        scores = lookahead_scores(bars, column)
+        scores = lookahead_scores(bars, column, forward)
         name, worst = max(scores.items(), key=lambda item: abs(item[1]))
         if abs(worst) > LOOKAHEAD_IC:
             messages.append(f"LOOK-AHEAD? user factor {column!r} has a rank IC of {worst:+.2f} with the {name}: real "
