@@ -404,6 +404,8 @@ BAD_CALLS_3 = [
     ("backtest(policy, m, 'abc')", lambda: backtest(None, _tiny().full, "abc"), "config must be an EnvConfig"),
     ("backtest on a prepared market", lambda: backtest(None, _tiny()), "pass one split"),
     ("run_policy(5, m)", lambda: run_policy(5, _tiny().full), "policy must be a function"),
+    ("a backtest in which nothing can be bought", lambda: backtest(None, dataclasses.replace(
+        _tiny().full, volume=torch.zeros_like(_tiny().full.volume))), "could not buy a single lot"),
     ("timed(step, nan)", lambda: timed(lambda: None, float("nan")), "seconds must be a finite number"),
     ("market_with_stocks(m, 0)", lambda: market_with_stocks(_tiny().full, 0), "stocks must be >= 1"),
     ("measure_env(single, m, 0 envs)", lambda: measure_env("single", _tiny().full, 0), "num_envs must be >= 1"),

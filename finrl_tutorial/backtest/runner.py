@@ -176,6 +176,10 @@ def backtest(policy: Policy | None, market: MarketData, env_config: EnvConfig | 
     for other, other_policy in (others or {}).items():
         records[other] = run_policy(other_policy, market, env_config, device=device)
     records["equal_weight_buy_and_hold"] = buy_and_hold_baseline(market, env_config, device=device)
+    if float(records["equal_weight_buy_and_hold"].traded_value.sum()) == 0.0:
+        raise InputError(f"backtest: buy-and-hold could not buy a single lot on {market.first_date}..{market.last_date} "
+                         "(every stock suspended, without volume, or its smallest order above the initial cash): "
+                         "every record would be all zeros, which is no result (and no tie)")
     records["equal_shares_buy_and_hold"] = equal_shares_baseline(market, env_config, device=device)
     records["constant_action"] = constant_action_baseline(market, env_config, device=device)
     if random_seed is not None:
