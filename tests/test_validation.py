@@ -235,3 +235,14 @@ def test_constant_mostly_empty_and_train_absent_factors():
     late["late"] *= np.arange(len(late))
     with pytest.raises(DataError, match="'late' has no value in the training split"):
         prepare_market(late, indicators=())
+
+
+@pytest.mark.parametrize("price", ["open", "close", "high"])
+def test_a_factor_that_copies_the_next_bars_price_is_flagged(price):
+    frame = walk().sort_values(["tic", "date"]).reset_index(drop=True)
+    frame["tomorrow"] = frame.groupby("tic")[price].shift(-1)  # shift(-1) where shift(1) was meant
+    frame["today"] = frame[price]  # known at the close: not flagged
+    with pytest.warns(DataWarning) as caught:
+        messages = check_factors(frame, ["tomorrow", "today"], frame["date"].min(), frame["date"].max())
+    assert len(messages) == 1 and f"'tomorrow' equals the next bar's {price}" in messages[0], messages
+    assert len(caught) == 1

@@ -654,6 +654,23 @@ def lookahead_scores(bars: pd.DataFrame, column: str, _forward=None) -> dict[str
     return {name: _rank_ic(factor, values)[0] for name, values in forward.items()}
 
 
+def _copied_future_price(ordered: pd.DataFrame, column: str, share: float = 0.9) -> str | None:
+    """The next bar's price column that the factor copies (equal within 1e-9 on more than ``share``
+    of the rows where both are known, and more often than today's own prices), or None."""
+    factor = ordered[column].astype(float)
+    by_stock = ordered.groupby("tic")
+    for name in PRICE_COLUMNS:
+        future, today = by_stock[name].shift(-1), ordered[name]
+        known = factor.notna() & future.notna()
+        if known.sum() < LOOKAHEAD_MIN_PAIRS:
+            return None
+        same = lambda prices: float((np.abs(factor[known] - prices[known]) <= 1e-9 * prices[known].abs()).mean())  # noqa: E731
+        if same(future) > share and same(future) > same(today):
+            return f"next bar's {name} (the price an order decided today fills at)" if name == "open" else \
+                f"next bar's {name}"
+    return None
+
+
 def check_factors(bars: pd.DataFrame, factors, train_start, train_end) -> list[str]:
     """Checks of user factors before training, on validated bars and the train split's dates.
 
@@ -680,6 +697,11 @@ def check_factors(bars: pd.DataFrame, factors, train_start, train_end) -> list[s
         if empty > MOSTLY_EMPTY:
             messages.append(f"user factor {column!r} is empty on {empty:.0%} of the training split's rows: those "
                             "cells carry the last value forward (stale); fill it or drop it")
+        copied = _copied_future_price(forward[0], column)
+        if copied:
+            messages.append(f"LOOK-AHEAD? user factor {column!r} equals the {copied} on most rows: a value "
+                            "of day t may use bars up to t's close only (shift(1), not shift(-1)); results with it are "
+                            "not to be trusted")
         scores = lookahead_scores(bars, column, forward)
         name, worst = max(scores.items(), key=lambda item: abs(item[1]))
         if abs(worst) > LOOKAHEAD_IC:
