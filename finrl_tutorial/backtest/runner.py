@@ -50,7 +50,8 @@ def run_policy(policy: Policy, market: MarketData, env_config: EnvConfig | None 
     """Trade ``policy`` from the first to the last day of ``market`` in one episode."""
     if not callable(policy):
         raise InputError(f"run_policy: policy must be a function of the observation, got {type(policy).__name__}")
-    config = replace(check_env_arguments("run_policy", market, env_config), random_start=False, episode_days=None, ruin_fraction=0.0)
+    config = replace(check_env_arguments("run_policy", market, env_config), random_start=False, episode_days=None,
+                     ruin_fraction=0.0)
     env = VecStockTradingEnv(market, 1, config, device=device, dtype=dtype)
     obs, _ = env.reset()
     wealth, fees, traded, dividends = [config.initial_cash], [0.0], [0.0], [0.0]
@@ -177,7 +178,8 @@ def backtest(policy: Policy | None, market: MarketData, env_config: EnvConfig | 
         records[other] = run_policy(other_policy, market, env_config, device=device)
     records["equal_weight_buy_and_hold"] = buy_and_hold_baseline(market, env_config, device=device)
     if float(records["equal_weight_buy_and_hold"].traded_value.sum()) == 0.0:
-        raise InputError(f"backtest: buy-and-hold could not buy a single lot on {market.first_date}..{market.last_date} "
+        raise InputError("backtest: buy-and-hold could not buy a single lot on "
+                         f"{market.first_date}..{market.last_date} "
                          "(every stock suspended, without volume, or its smallest order above the initial cash): "
                          "every record would be all zeros, which is no result (and no tie)")
     records["equal_shares_buy_and_hold"] = equal_shares_baseline(market, env_config, device=device)

@@ -405,7 +405,8 @@ def validate_bars(frame: pd.DataFrame, min_history: int = 2, date_format: str | 
     silent = frame.groupby("tic")["volume"].max()
     if (silent == 0).any():
         warnings.warn(f"ticker(s) with volume 0 on every row: {', '.join(silent[silent == 0].index[:5])}: they can "
-                      "never be traded (give their traded volume in shares, or leave them out)", DataWarning, stacklevel=3)
+                      "never be traded (give their traded volume in shares, or leave them out)", DataWarning,
+                      stacklevel=3)
     _check_optional(frame, present_optional)
 
     for column in [c for c in frame.columns if c not in REQUIRED_COLUMNS + OPTIONAL_COLUMNS]:
@@ -664,7 +665,8 @@ def _copied_future_price(ordered: pd.DataFrame, column: str, share: float = 0.9)
         known = factor.notna() & future.notna()
         if known.sum() < LOOKAHEAD_MIN_PAIRS:
             return None
-        same = lambda prices: float((np.abs(factor[known] - prices[known]) <= 1e-9 * prices[known].abs()).mean())  # noqa: E731
+        def same(prices):
+            return float((np.abs(factor[known] - prices[known]) <= 1e-9 * prices[known].abs()).mean())
         if same(future) > share and same(future) > same(today):
             return f"next bar's {name} (the price an order decided today fills at)" if name == "open" else \
                 f"next bar's {name}"
@@ -686,8 +688,9 @@ def check_factors(bars: pd.DataFrame, factors, train_start, train_end) -> list[s
         known = values.dropna()
         if known.empty:
             first = bars.loc[bars[column].notna(), "date"].min()
-            raise DataError(f"user factor {column!r} has no value in the training split ({pd.Timestamp(train_start).date()}"
-                            f"..{pd.Timestamp(train_end).date()}; its first value is on {pd.Timestamp(first).date()}): "
+            raise DataError(f"user factor {column!r} has no value in the training split "
+                            f"({pd.Timestamp(train_start).date()}..{pd.Timestamp(train_end).date()}; its first value "
+                            f"is on {pd.Timestamp(first).date()}): "
                             "its normalisation cannot be fitted and the agent never sees it vary; fill it from the "
                             "start of train, or drop it")
         if known.nunique() == 1:

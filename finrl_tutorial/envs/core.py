@@ -119,7 +119,8 @@ def check_env_arguments(owner: str, market, config, dtype=None) -> "EnvConfig":
         raise ConfigError(f"{owner}: config must be an EnvConfig (or None for the defaults), "
                           f"got {type(config).__name__} {str(config)[:40]!r}")
     if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
-        raise ConfigError(f"{owner}: dtype must be a floating torch dtype (torch.float32 or torch.float64), got {dtype!r}")
+        raise ConfigError(f"{owner}: dtype must be a floating torch dtype (torch.float32 or torch.float64), "
+                          f"got {dtype!r}")
     if market.close.device.type == "meta":
         raise InputError(f"{owner}: the market is on the meta device (it holds no data): build it on cpu or cuda")
     if market.close.dim() != 2 or market.num_days < 2 or market.num_stocks < 1:

@@ -7,8 +7,8 @@ import torch
 
 from ..data.market import MarketData
 from ..errors import InputError, check_int
-from .core import (EnvConfig, MarketArrays, check_action_tensor, check_env_arguments, check_reset_options, draw_start_days, initial_account,
-                   observation_size, observe, start_days_option, step_account)
+from .core import (EnvConfig, MarketArrays, check_action_tensor, check_env_arguments, check_reset_options,
+                   draw_start_days, initial_account, observation_size, observe, start_days_option, step_account)
 
 
 class StockTradingEnv(gym.Env):
