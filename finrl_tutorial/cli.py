@@ -15,10 +15,10 @@ import torch
 
 from . import bench, data
 from .agents import make_config
-from .atomic import write_csv, write_json
+from .atomic import atomic_open, write_json
 from .backtest.runner import agent_policy, backtest
 from .envs import EnvConfig, shard_start_windows
-from .errors import InputError, TrainingError, one_line, require_device
+from .errors import InputError, TrainingError, one_line, require_device, show_data_warnings_in_one_line
 from .training import (DataParallelContext, DistributedContext, WorkerPool, agent_from_checkpoint, load_checkpoint,
                        results_table, run_experiment, runs)
 
@@ -110,7 +110,9 @@ def cmd_data(args) -> int:
     print(f"features ({len(summary['features'])}): {' '.join(summary['features'])}")
     if args.out:
         out = _output_file(args.out, args.overwrite, inputs=[args.source])
-        write_csv(prepared.full.to_frame(), out)
+        compression = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zip": "zip"}.get(out.suffix.lower())
+        with atomic_open(out, "wb") as stream:  # x.csv.gz is gzip, as its name says (read back by --data)
+            prepared.full.to_frame().to_csv(stream, index=False, compression=compression)
         print(f"saved the cleaned frame to {out}")
     return 0
 
@@ -310,6 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    show_data_warnings_in_one_line()
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
