@@ -13,7 +13,7 @@ import torch
 from stockstats import StockDataFrame
 
 from .. import rules
-from .market import MarketData
+from .market import MarketData, days_between
 from .schema import PRICE_COLUMNS, DataError, feature_columns, validate_bars
 
 DEFAULT_INDICATORS = ("macd", "boll_ub", "boll_lb", "rsi_30", "cci_30", "dx_30", "close_30_sma", "close_60_sma")
@@ -293,7 +293,7 @@ def _dense(frame: pd.DataFrame, column: str, dates, tickers) -> np.ndarray:
 def _split_positions(dates: pd.DatetimeIndex, splits) -> dict[str, tuple[int, int]]:
     positions = {}
     for name, (start, end) in splits.items():
-        inside = np.flatnonzero((dates >= pd.Timestamp(start)) & (dates <= pd.Timestamp(end)))
+        inside = days_between(dates, start, end)
         if len(inside) < 2:
             raise DataError(f"split {name!r} ({start}..{end}) has fewer than 2 trading days in the data "
                             f"({dates[0].date()}..{dates[-1].date()})")
