@@ -353,10 +353,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_config_options(agent_options, [PPOConfig], skip=("algo",), aliases={"learning_rate": ("--lr",)})
     env_options = train.add_argument_group("environment (EnvConfig fields)")
     add_config_options(env_options, [EnvConfig])
-    train.add_argument("--seeds", type=_int_at_least(1), default=1, help="train this many seeds and report mean ± std")
-    train.add_argument("--eval-every", type=_int_at_least(0), default=5,
+    job = inspect.signature(run_experiment).parameters  # the main job's own defaults
+    train.add_argument("--seeds", type=_int_at_least(1), default=job["seeds"].default,
+                       help="train this many seeds and report mean ± std")
+    train.add_argument("--eval-every", type=_int_at_least(0), default=job["eval_every"].default,
                        help="validate (and checkpoint) every K iterations; 0: never validate, keep the final weights")
-    train.add_argument("--workers", type=_int_at_least(0), default=0,
+    train.add_argument("--workers", type=_int_at_least(0), default=job["workers"].default,
                        help="collect with N worker processes (the update then runs on N threads: "
                             "the workers' cores, idle while it runs)")
     train.add_argument("--ddp", action="store_true", help="DistributedDataParallel (launch with torchrun)")

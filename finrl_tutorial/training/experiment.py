@@ -22,7 +22,7 @@ from ..plots import plot_band, plot_equity, plot_weights
 from ..provenance import machine
 from .checkpoint import config_to_dict
 from .run import Run, check_fingerprint, given_or_open, same_settings
-from .trainer import initial_agent, train
+from .trainer import EVAL_EVERY, initial_agent, train
 
 
 def _mean_std(per_seed: list[dict]) -> tuple[dict, dict]:
@@ -37,7 +37,7 @@ MIN_SPLIT_DAYS = 20
 
 
 def run_experiment(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | None = None, *,
-                   out_dir: str | Path = "runs/default", seeds: int = 1, eval_every: int = 5,
+                   out_dir: str | Path = "runs/default", seeds: int = 1, eval_every: int = EVAL_EVERY,
                    progress: bool = True, workers: int = 0, distributed=None, resume: bool = False,
                    overwrite: bool = False, min_split_days: int = MIN_SPLIT_DAYS, worker_pool_factory=None,
                    run: Run | None = None) -> dict:

@@ -38,6 +38,10 @@ LOG_COLUMNS = (
 """Columns of ``log.csv``, in order; a value not measured in an iteration is empty (NaN)."""
 
 
+EVAL_EVERY = 5
+"""Validate (and checkpoint) every this many iterations, unless told otherwise (train, the main job, the CLI)."""
+
+
 @dataclass
 class TrainResult:
     agent: ActorCritic
@@ -246,7 +250,7 @@ class Bookkeeping:
 
 
 def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | None = None, *,
-          out_dir: str | Path | None = None, eval_every: int = 5, progress: bool = True,
+          out_dir: str | Path | None = None, eval_every: int = EVAL_EVERY, progress: bool = True,
           resume: str | Path | None = None, distributed=None, workers: int = 0, worker_pool=None,
           overwrite: bool = False, on_evaluation: Callable[[dict], None] | None = None,
           run: Run | None = None) -> TrainResult:
