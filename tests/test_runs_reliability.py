@@ -278,3 +278,11 @@ def test_a_report_and_config_json_share_one_data_block(trained):
     assert report["data"] == saved["data"] and len(report["data"]["fingerprint"]) == 16
     assert pd.read_csv(trained / "log.csv")["iteration"].tolist() == [0, 1]
     assert Path(trained / "checkpoints" / "last.pt").is_file()
+
+
+def test_train_with_workers_builds_and_closes_its_pool_on_this_ranks_shard(sse15):
+    import multiprocessing
+
+    result = train(sse15, make_config("ppo", **TINY | {"total_steps": 128}), eval_every=0, progress=False, workers=2)
+    assert result.workers == 2 and result.env_steps == 128
+    assert multiprocessing.active_children() == []  # the pool train built is closed with the run
