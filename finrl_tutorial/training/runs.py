@@ -191,7 +191,7 @@ def _make_room(folder: Path, resume: bool, overwrite: bool) -> None:
 
 
 @contextlib.contextmanager
-def claim_output(folder: str | os.PathLike, names, *, overwrite: bool = False):
+def claim_output(folder: str | os.PathLike, names, *, overwrite: bool = False, what: str = "a backtest"):
     """Lock ``folder`` for a command that writes ``names`` into it (``backtest --out``): refused
     when it is a training run's folder (its files are that run's), when another process writes
     there, or when one of ``names`` exists and not ``overwrite``. A folder this creates and leaves
@@ -207,8 +207,8 @@ def claim_output(folder: str | os.PathLike, names, *, overwrite: bool = False):
         with RunLock(folder):
             taken = [name for name in names if (folder / name).exists()]
             if taken and not overwrite:
-                raise RunFolderError(f"{folder} already holds {', '.join(taken)}: pass --overwrite to replace "
-                                     "them, or choose another --out")
+                raise RunFolderError(f"{folder} already holds {what} ({', '.join(taken)}): pass --overwrite to "
+                                     "replace it, or choose another --out")
             yield folder
     finally:
         if created and folder.is_dir() and not any(folder.iterdir()):
