@@ -13,7 +13,7 @@ import torch
 from stockstats import StockDataFrame
 
 from .. import rules
-from .market import MarketData
+from .market import MarketData, days_between
 from .schema import (PRICE_COLUMNS, DataError, check_factors, check_splits, feature_columns, names_argument,
                      validate_bars)
 
@@ -295,7 +295,7 @@ def _split_positions(dates: pd.DatetimeIndex, splits) -> dict[str, tuple[int, in
     check_splits(splits)
     positions = {}
     for name, (start, end) in splits.items():
-        inside = np.flatnonzero((dates >= pd.Timestamp(start)) & (dates <= pd.Timestamp(end)))
+        inside = days_between(dates, start, end)
         if len(inside) < 2:
             raise DataError(f"split {name!r} ({start}..{end}) has fewer than 2 trading days in the data "
                             f"({dates[0].date()}..{dates[-1].date()})")

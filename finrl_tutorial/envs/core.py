@@ -215,6 +215,11 @@ class MarketArrays(NamedTuple):
                               self.transfer_per_share[day])
 
 
+OBSERVATION_BOUND = 10.0
+"""Every observation entry lies in ±this: features are clipped to ±5, the cash share and the
+weights lie in [0, 1] (the observation spaces of every env)."""
+
+
 def observation_size(num_stocks: int, num_features: int) -> int:
     """Length of the flat observation: cash share, then per stock weight, features, tradable flag
     and limit state."""

@@ -7,8 +7,9 @@ import torch
 
 from ..data.market import MarketData
 from ..errors import InputError, check_int
-from .core import (EnvConfig, MarketArrays, check_action_tensor, check_env_arguments, check_reset_options,
-                   draw_start_days, initial_account, observation_size, observe, start_days_option, step_account)
+from .core import (OBSERVATION_BOUND, EnvConfig, MarketArrays, check_action_tensor, check_env_arguments,
+                   check_reset_options, draw_start_days, initial_account, observation_size, observe,
+                   start_days_option, step_account)
 
 
 class StockTradingEnv(gym.Env):
@@ -28,8 +29,8 @@ class StockTradingEnv(gym.Env):
         self.arrays = MarketArrays.from_market(self.market, self.config.fees)
         self.dtype = dtype
         size = observation_size(self.market.num_stocks, self.market.num_features)
-        # Features are clipped to ±5 and weights lie in [0, 1], so ±10 bounds every entry.
-        self.observation_space = gym.spaces.Box(-10.0, 10.0, shape=(size,), dtype=np.float32)
+        self.observation_space = gym.spaces.Box(-OBSERVATION_BOUND, OBSERVATION_BOUND, shape=(size,),
+                                                dtype=np.float32)
         self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(self.market.num_stocks,), dtype=np.float32)
         self.account = None
 

@@ -9,13 +9,9 @@ from gymnasium.vector.utils import batch_space
 
 from ..data.market import MarketData
 from ..errors import InputError, check_int, require_device
-from .core import (Account, EnvConfig, MarketArrays, check_action_tensor, check_env_arguments, check_reset_options,
-                   counter_uniform, draw_start_days, initial_account, observation_size, observe, seed_counters,
-                   start_days_option, step_account)
-
-# Features are clipped to ±5, the cash share and the weights lie in [0, 1], so ±10 bounds every entry
-# (the same bounds as `StockTradingEnv`).
-OBSERVATION_BOUND = 10.0
+from .core import (OBSERVATION_BOUND, Account, EnvConfig, MarketArrays, check_action_tensor, check_env_arguments,
+                   check_reset_options, counter_uniform, draw_start_days, initial_account, observation_size, observe,
+                   seed_counters, start_days_option, step_account)
 
 
 class VecStockTradingEnv(VectorEnv):
