@@ -67,10 +67,11 @@ class Invariants:
         tradable = a.tradable[fill]
         can_buy = tradable & (price < a.up_limit[fill] - HALF_TICK)
         can_sell = tradable & (price > a.down_limit[fill] + HALF_TICK)
-        # fills pay the fixed slippage against the trader, never beyond the day's limits
+        # fills pay the fixed slippage against the trader, on the fen (buys up, sells down), never
+        # beyond the day's limits
         assert cfg.impact == 0.0, "the checker models the fixed slippage only"
-        buy_price = torch.minimum(price * (1 + cfg.slippage), a.up_limit[fill])
-        sell_price = torch.maximum(price * (1 - cfg.slippage), a.down_limit[fill])
+        buy_price = torch.minimum(torch.ceil(price * (1 + cfg.slippage) * 100 - 1e-6) / 100, a.up_limit[fill])
+        sell_price = torch.maximum(torch.floor(price * (1 - cfg.slippage) * 100 + 1e-6) / 100, a.down_limit[fill])
         cap = torch.floor(a.volume[fill] * cfg.max_participation)
         n = valid.sum()
 
@@ -96,7 +97,9 @@ class Invariants:
         assert can_buy[v][bought].all(), "bought a suspended or limit-up stock"
         assert can_sell[v][sold].all(), "sold a suspended or limit-down stock"
         whole_lots = torch.remainder(-delta, rules.LOT_SIZE) == 0
-        assert (whole_lots | (new.holdings[v] == 0))[sold].all(), "odd-lot sell that did not clear the position"
+        # an odd-lot sell is the position's odd remainder (with or without whole lots), or all of it
+        odd_part = torch.remainder(-delta, rules.LOT_SIZE) == torch.remainder(base[v], rules.LOT_SIZE)
+        assert (whole_lots | odd_part | (new.holdings[v] == 0))[sold].all(), "odd-lot sell that split the remainder"
         # no trade at all on a stock that cannot trade that day
         assert (delta[known_v & ~tradable[v]] == 0).all()
         assert (delta[known_v & ~can_buy[v]] <= 0).all() and (delta[known_v & ~can_sell[v]] >= 0).all()
@@ -455,7 +458,8 @@ def test_open_execution_fills_at_next_open(sse15):
     action = np.zeros(15)
     action[col] = 1.0
     _, reward, _, _, info = env.step(action)
-    price = float(full.open[start + 1, col]) * (1 + env.config.slippage)  # 5 bp against the buyer
+    # 5 bp against the buyer, rounded up to the fen
+    price = np.ceil(float(full.open[start + 1, col]) * (1 + env.config.slippage) * 100 - 1e-6) / 100
     shares = 100 * 100  # max_lots lots of 100
     assert shares <= 0.1 * float(full.volume[start + 1, col])  # far below the participation cap
     assert float(env.account.holdings[col]) == shares
@@ -477,7 +481,8 @@ def test_close_execution_fills_at_decision_close(sse15):
     action = np.zeros(15)
     action[col] = 1.0
     _, _, _, _, info = env.step(action)
-    assert info["traded_value"] == pytest.approx(10_000 * float(full.close[start, col]) * 1.0005)
+    price = float(full.close[start, col])
+    assert info["traded_value"] == pytest.approx(10_000 * np.ceil(price * 1.0005 * 100 - 1e-6) / 100)
     env = StockTradingEnv(full, EnvConfig(episode_days=None, execution="close", slippage=0.0, action_mode="shares"))
     env.reset(options={"start_day": start})
     _, _, _, _, info = env.step(action)
