@@ -158,6 +158,35 @@ def exchange_of(ticker: str) -> str:
     return exchange if exchange in ("SH", "SZ", "BJ") else "SZ"
 
 
+CALENDAR_SOURCE = "exchange_calendars XSHG (Shanghai and Shenzhen share one holiday calendar)"
+"""Trading days of the A-share exchanges: the maintained ``exchange_calendars`` package's XSHG
+calendar (from 1991; its future years are its maintainers' announced holidays). Shenzhen
+(XSHE) and Beijing close on the same days as Shanghai."""
+
+
+def exchange_sessions(start, end) -> pd.DatetimeIndex | None:
+    """A-share trading days from ``start`` to ``end`` (inclusive), clipped to the span the
+    calendar covers; None when the span lies wholly outside it."""
+    import exchange_calendars  # a maintained holiday calendar, not a hand-written list
+
+    calendar = exchange_calendars.get_calendar("XSHG", start="1991-01-02")
+    start = max(pd.Timestamp(start).normalize(), calendar.first_session.tz_localize(None))
+    end = min(pd.Timestamp(end).normalize(), calendar.last_session.tz_localize(None))
+    if start > end:
+        return None
+    return pd.DatetimeIndex(calendar.sessions_in_range(start, end)).tz_localize(None).normalize()
+
+
+def covered_by_calendar(dates) -> np.ndarray:
+    """True for each date inside the span the exchange calendar knows (see `exchange_sessions`)."""
+    import exchange_calendars
+
+    calendar = exchange_calendars.get_calendar("XSHG", start="1991-01-02")
+    dates = pd.DatetimeIndex(dates)
+    return np.asarray((dates >= calendar.first_session.tz_localize(None))
+                      & (dates <= calendar.last_session.tz_localize(None)))
+
+
 def lot_rule(ticker: str) -> LotRule:
     """The order-size rule of a ticker's board (see `LOT_RULES`)."""
     return LOT_RULES[board_of(ticker)]
