@@ -453,6 +453,19 @@ def tick_down(price):
     return torch.floor(price / TICK + 1e-6) * TICK
 
 
+OPEN_AUCTION_SHARE = 1.0 / 48.0
+"""Share of a day's volume assumed to trade in the opening call auction (9:15-9:25) when the data
+does not give the open's own volume: one 5-minute slice of the 240-minute session (SSE/SZSE
+trading rules: continuous trading 9:30-11:30 and 13:00-15:00), i.e. 2.1 %. An assumption, not a
+measurement: daily bars do not carry the auction's volume, and the real share varies by stock
+and day; give an ``open_volume`` column (from minute or auction data) to use the real one."""
+
+ST_DAILY_BUY_CAP = 500_000.0
+"""Rule: an investor may buy at most 500,000 shares of one risk-warning (ST, *ST) stock per day,
+auction and block trades together (SSE 风险警示板 rules, 2012-2013; SZSE the same:
+投资者当日通过竞价交易和大宗交易累计买入的单只风险警示股票，数量不得超过50万股)."""
+
+
 def fill_prices(price, up_limit, down_limit, slippage: float, impact: float = 0.0, participation=0.0):
     """Slippage: buys fill at price × (1 + s), sells at price × (1 − s), on the 0.01 tick (buys
     rounded up, sells down: orders are priced in fen, SSE/SZSE trading rules 申报价格最小变动单位
@@ -491,7 +504,8 @@ def apply_corporate_action(cash, holdings, ratio, reference_price, dividend=None
 
 def execute_orders(cash, holdings, sellable, wanted, price, can_buy, can_sell,
                    fees: FeeSchedule, rates: DayRates, *, lot_minimum=LOT_SIZE, lot_step=LOT_SIZE,
-                   max_shares=None, buy_price=None, sell_price=None, cash_margin: float = 1e-5):
+                   max_shares=None, buy_price=None, sell_price=None, cash_margin: float = 1e-5,
+                   max_buy_shares=None):
     """Fill one day's orders: sells first, then buys scaled down to fit cash, in board lots.
 
     ``wanted`` is the signed number of shares asked for per stock: negative sells, positive
@@ -499,7 +513,7 @@ def execute_orders(cash, holdings, sellable, wanted, price, can_buy, can_sell,
     ``lot_minimum`` shares in steps of ``lot_step``; a sell of at least the sellable position
     sells all of it, and an odd remainder (under one step) sells on its own or with whole lots
     when the order covers it (hold 150, sell 50: 50 sell). ``max_shares`` caps each stock's fill (the
-    volume-participation cap). Buys fill at ``buy_price`` and sells at ``sell_price`` (slippage;
+    volume-participation cap) and ``max_buy_shares`` each buy (the ST daily buy cap). Buys fill at ``buy_price`` and sells at ``sell_price`` (slippage;
     default ``price``). If cash (after sells) cannot pay for all buys including fees, every buy
     is scaled by the same factor and rounded down to its lot rule, which keeps cash ≥ 0 even
     with the ¥5 minimum commission and fees rounded to the fen. A sell worth less than its own
@@ -532,7 +546,8 @@ def execute_orders(cash, holdings, sellable, wanted, price, can_buy, can_sell,
     holdings = holdings - sell_qty
 
     buy_wanted = torch.where(can_buy, wanted.clamp(min=0.0), zero)
-    buy_units = torch.floor(torch.minimum(buy_wanted, cap) / lot_step)
+    buy_cap = cap if max_buy_shares is None else torch.minimum(cap, max_buy_shares)
+    buy_units = torch.floor(torch.minimum(buy_wanted, buy_cap) / lot_step)
     buy_units = torch.where(buy_units * lot_step >= lot_minimum, buy_units, zero)
     unit_cost = lot_step * (buy_price * (1.0 + fees.commission_rate + rates.stamp_buy + rates.transfer_value)
                             + rates.transfer_per_share)

@@ -505,7 +505,8 @@ def prepare_validated(bars: pd.DataFrame, *, splits: dict | None = None, indicat
     """`prepare_market` on bars that `validate_bars` returned (or a row subset of them): the
     entry check is not run a second time."""
     indicators = tuple(indicators)
-    user_factors = feature_columns(bars)
+    # ``open_volume`` (shares traded in the opening auction) feeds the open-fill cap, not the agent
+    user_factors = [c for c in feature_columns(bars) if c != "open_volume"]
     built_in = set(indicators) | {"return_1d"}
     clash = [c for c in user_factors if c in built_in]
     if clash:
@@ -617,6 +618,10 @@ def prepare_validated(bars: pd.DataFrame, *, splits: dict | None = None, indicat
         pre_close=as_tensor(reference), split_ratio=as_tensor(ratio), dividend=as_tensor(dividend),
         up_limit=as_tensor(np.where(np.isnan(up), np.inf, up)),
         down_limit=as_tensor(np.where(np.isnan(down), 0.0, down)), tradable=torch.as_tensor(traded),
+        open_volume=as_tensor(_dense(rows, "open_volume", dates, tickers) if "open_volume" in rows
+                              else np.full(close.shape, np.nan)),
+        is_st=torch.as_tensor(np.nan_to_num(_dense(rows, "is_st", dates, tickers), nan=0.0) > 0.5
+                              if "is_st" in rows else np.zeros(close.shape, dtype=bool)),
         features=as_tensor(features), source=source, info=info,
     )
     full = everything.slice_days(first, len(dates)) if first else everything

@@ -25,7 +25,7 @@ class StockTradingEnv(gym.Env):
     def __init__(self, market: MarketData, config: EnvConfig | None = None, dtype: torch.dtype = torch.float64):
         self.config = config or EnvConfig()
         self.market = market.to("cpu", dtype)
-        self.arrays = MarketArrays.from_market(self.market, self.config.fees)
+        self.arrays = MarketArrays.from_market(self.market, self.config.fees, self.config)
         self.dtype = dtype
         size = observation_size(self.market.num_stocks, self.market.num_features)
         # Features are clipped to ±5 and weights lie in [0, 1], so ±10 bounds every entry.

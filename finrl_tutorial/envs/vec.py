@@ -60,7 +60,7 @@ class VecStockTradingEnv(VectorEnv):
         check_int("VecStockTradingEnv", "seed", seed)
         self.config = config or EnvConfig()
         self.market = market.to(device if device is not None else market.device, dtype)
-        self.arrays = MarketArrays.from_market(self.market, self.config.fees)
+        self.arrays = MarketArrays.from_market(self.market, self.config.fees, self.config)
         self.num_envs = num_envs
         self.num_stocks = self.market.num_stocks
         self.device = self.market.device
