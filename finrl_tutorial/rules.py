@@ -7,7 +7,9 @@ synchronisation and no data-dependent shapes.
 """
 from __future__ import annotations
 
+import functools
 import re
+import warnings
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -164,12 +166,19 @@ calendar (from 1991; its future years are its maintainers' announced holidays). 
 (XSHE) and Beijing close on the same days as Shanghai."""
 
 
+@functools.lru_cache(maxsize=1)
+def _xshg():
+    import exchange_calendars  # a maintained holiday calendar, not a hand-written list
+
+    with warnings.catch_warnings():  # the package's own pandas deprecation notices
+        warnings.simplefilter("ignore")
+        return exchange_calendars.get_calendar("XSHG", start="1991-01-02")
+
+
 def exchange_sessions(start, end) -> pd.DatetimeIndex | None:
     """A-share trading days from ``start`` to ``end`` (inclusive), clipped to the span the
     calendar covers; None when the span lies wholly outside it."""
-    import exchange_calendars  # a maintained holiday calendar, not a hand-written list
-
-    calendar = exchange_calendars.get_calendar("XSHG", start="1991-01-02")
+    calendar = _xshg()
     start = max(pd.Timestamp(start).normalize(), calendar.first_session.tz_localize(None))
     end = min(pd.Timestamp(end).normalize(), calendar.last_session.tz_localize(None))
     if start > end:
@@ -179,9 +188,7 @@ def exchange_sessions(start, end) -> pd.DatetimeIndex | None:
 
 def covered_by_calendar(dates) -> np.ndarray:
     """True for each date inside the span the exchange calendar knows (see `exchange_sessions`)."""
-    import exchange_calendars
-
-    calendar = exchange_calendars.get_calendar("XSHG", start="1991-01-02")
+    calendar = _xshg()
     dates = pd.DatetimeIndex(dates)
     return np.asarray((dates >= calendar.first_session.tz_localize(None))
                       & (dates <= calendar.last_session.tz_localize(None)))

@@ -382,7 +382,7 @@ def test_market_to_dtype(sse15):
     for name in _ARRAY_FIELDS:
         before, after = getattr(sse15.train, name), getattr(market, name)
         assert after.shape == before.shape, name
-        assert after.dtype == (torch.bool if name == "tradable" else torch.float32), name
+        assert after.dtype == (torch.bool if name in ("tradable", "is_st") else torch.float32), name
     assert sse15.train.close.dtype == torch.float64  # the original is untouched
     assert market.num_days == sse15.train.num_days and market.tickers == sse15.train.tickers
     assert "float32" in repr(market)

@@ -618,8 +618,8 @@ def prepare_validated(bars: pd.DataFrame, *, splits: dict | None = None, indicat
         pre_close=as_tensor(reference), split_ratio=as_tensor(ratio), dividend=as_tensor(dividend),
         up_limit=as_tensor(np.where(np.isnan(up), np.inf, up)),
         down_limit=as_tensor(np.where(np.isnan(down), 0.0, down)), tradable=torch.as_tensor(traded),
-        open_volume=as_tensor(_dense(rows, "open_volume", dates, tickers) if "open_volume" in rows
-                              else np.full(close.shape, np.nan)),
+        open_volume=as_tensor(np.nan_to_num(_dense(rows, "open_volume", dates, tickers), nan=-1.0)
+                              if "open_volume" in rows else np.full(close.shape, -1.0)),
         is_st=torch.as_tensor(np.nan_to_num(_dense(rows, "is_st", dates, tickers), nan=0.0) > 0.5
                               if "is_st" in rows else np.zeros(close.shape, dtype=bool)),
         features=as_tensor(features), source=source, info=info,

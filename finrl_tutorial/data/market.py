@@ -59,7 +59,7 @@ class MarketData:
     """[D, S] cash dividend per share (yuan, pre-tax) with ex-day on that day, paid to every
     share held into it (0.0 otherwise; the pay date is taken to be the ex-day). None: zeros."""
     open_volume: torch.Tensor | None = None
-    """[D, S] shares traded in the opening call auction (NaN: unknown, the env then takes a share
+    """[D, S] shares traded in the opening call auction (-1: unknown, the env then takes a share
     of the day's volume, `EnvConfig.open_auction_share`). None: all unknown."""
     is_st: torch.Tensor | None = None
     """[D, S] bool: a risk-warning (ST, *ST) day, from the data's ``is_st`` (False without it)."""
@@ -74,7 +74,7 @@ class MarketData:
         if self.dividend is None:
             self.dividend = torch.zeros_like(self.close)
         if self.open_volume is None:
-            self.open_volume = torch.full_like(self.close, float("nan"))
+            self.open_volume = torch.full_like(self.close, -1.0)
         if self.is_st is None:
             self.is_st = torch.zeros_like(self.close, dtype=torch.bool)
 

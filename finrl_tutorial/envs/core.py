@@ -136,8 +136,7 @@ class MarketArrays(NamedTuple):
         lots = [rules.lot_rule(t) for t in market.tickers]
         if config.execution == "open":
             open_volume = market.open_volume.to(market.close.dtype)
-            fill_volume = torch.where(torch.isnan(open_volume), market.volume * config.open_auction_share,
-                                      open_volume)
+            fill_volume = torch.where(open_volume < 0, market.volume * config.open_auction_share, open_volume)
         else:
             fill_volume = market.volume
         buy_cap = torch.where(market.is_st, torch.full_like(market.close, rules.ST_DAILY_BUY_CAP),
