@@ -134,6 +134,9 @@ def test_detected_ex_days_of_the_sample(sse15, tic, date, bonus, true_reference)
     (evidence,) = [e for e in full.info["detected_actions"] if (e["tic"], e["date"]) == (tic, date)]
     assert evidence["low"] < evidence["limit_down_from_previous_close"]  # impossible without an action
     assert evidence["confidence"] in ("high", "medium", "low")
+    if tic == "600000.SH":  # it closed at its real limit-up 12.93 = round(11.75 x 1.1): that pins the reference
+        assert evidence["limit_locked_close"] and reference == pytest.approx(true_reference)
+        assert float(full.up_limit[day, col]) == pytest.approx(close)
 
 
 def test_a_hole_in_the_data_is_no_corporate_action():

@@ -174,7 +174,9 @@ def _detected_references(bars: pd.DataFrame, reference: pd.Series, detected: pd.
     the other stocks without an action, when at least `_MIN_MARKET_STOCKS` traded), projected
     onto that feasible range and onto the nearest candidate bonus (0.1..`DETECTED_MAX_BONUS`
     per share, cash 0..`DETECTED_MAX_CASH_YIELD` of the last close; with no bonus, the smallest
-    cash dividend that makes the day's prices legal). The bonus becomes shares and the rest of
+    cash dividend that makes the day's prices legal). A close at the day's high or low that is
+    the limit of a reference in that range (within 2 % of the estimate) pins the reference to it
+    (``limit_locked_close``). The bonus becomes shares and the rest of
     the total cash. Confidence: ``high`` when exactly one candidate bonus fits the feasible range
     within 2 % of the estimate, ``medium`` when several do, ``low`` when none does or only a
     cash dividend explains the day (when no candidate fits at all, the estimate clipped to the
@@ -212,9 +214,28 @@ def _detected_references(bars: pd.DataFrame, reference: pd.Series, detected: pd.
                 point = hi if bonus == 0 else min(max(estimate, lo), hi)
                 fits.append((abs(point - estimate), float(bonus), point))
         close_fits = [f for f in fits if f[0] <= 0.02 * estimate]
+        locked = None
         if fits:
             _, bonus, point = min(fits)
             ref = float(rules.round_to_tick(point))
+            # A close at the day's high (low) that is the limit-up (-down) of a reference inside the
+            # chosen bonus's range pins the reference: the exchange's limit is that reference ± r.
+            lo = max(low_bound, previous * (1.0 - DETECTED_MAX_CASH_YIELD) / (1.0 + bonus))
+            hi = min(high_bound, previous / (1.0 + bonus))
+            close = float(row["close"])
+            for at_limit, side in ((close >= float(row["high"]) - rules.TICK / 2, 1.0),
+                                   (close <= float(row["low"]) + rules.TICK / 2, -1.0)):
+                if not at_limit:
+                    continue
+                centre = close / (1.0 + side * rate)
+                for candidate in (float(rules.round_to_tick(centre - rules.TICK)), float(rules.round_to_tick(centre)),
+                                  float(rules.round_to_tick(centre + rules.TICK))):
+                    limit = float(rules.round_to_tick(candidate * (1.0 + side * rate)))
+                    if (abs(limit - close) < rules.TICK / 2 and lo - rules.TICK / 2 <= candidate <= hi + rules.TICK / 2
+                            and abs(candidate - estimate) <= 0.02 * estimate
+                            and (locked is None or abs(candidate - estimate) < abs(locked - estimate))):
+                        locked = candidate
+            ref = locked if locked is not None else ref
             ratio = 1.0 + bonus
             cash = max(previous - ratio * ref, 0.0)
             confidence = ("low" if bonus == 0 or not close_fits else "high" if len(close_fits) == 1 else "medium")
@@ -230,6 +251,7 @@ def _detected_references(bars: pd.DataFrame, reference: pd.Series, detected: pd.
             "feasible_reference": [round(low_bound, 4), round(high_bound, 4)],
             "market_open_move": round(move, 6), "reference": ref, "bonus_shares": round(ratio - 1.0, 6),
             "cash_dividend": round(cash, 4), "confidence": confidence,
+            "limit_locked_close": locked is not None,
         })
     return out_reference, out_ratio, out_cash, evidence
 
