@@ -70,7 +70,7 @@ def test_board_with_or_without_suffix(code, board):
 
 
 @pytest.mark.parametrize("code, kind", [
-    ("200002.SZ", "B-share"), ("900901.SH", "B-share"), ("900901", "B-share"), ("510300.SH", "fund"),
+    ("200002.SZ", "B-share"), ("900901.SH", "B-share"), ("510300.SH", "fund"),
     ("159915.SZ", "fund"), ("000300.SH", "index"), ("399001.SZ", "index"), ("00700.HK", "Hong Kong"),
     ("AAPL", "foreign"), ("113050.SH", "bond"),
 ])

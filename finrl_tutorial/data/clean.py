@@ -551,7 +551,8 @@ def prepare_validated(bars: pd.DataFrame, *, splits: dict | None = None, indicat
             warnings.warn(f"the data has no bars on {len(holes)} exchange trading day(s) "
                           f"({holes[0].date()} .. {holes[-1].date()}): a hole in the data; moves across it "
                           "are not read as corporate actions", stacklevel=3)
-    if not synthetic and "is_st" not in bars:
+    # (the embedded sample's lack of ST flags is stated in the README instead of warned on every run)
+    if not synthetic and "is_st" not in bars and not str(source).startswith("sample:"):
         _warn_no_st(source)
     rows, found = _per_ticker_rows(bars, listings, holes)
     tickers = sorted(rows["tic"].unique())

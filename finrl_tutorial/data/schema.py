@@ -133,12 +133,7 @@ def stock_ticker(spelling) -> str:
     """`canonical_ticker`, refusing by name a code that is not an A-share stock (a B-share, fund,
     index, bond, Hong Kong or foreign ticker: `rules.not_an_a_share`) instead of reading it as a
     main-board stock."""
-    try:
-        ticker = canonical_ticker(spelling)
-    except DataError:
-        if rules.not_an_a_share(spelling) is None:
-            raise
-        ticker = str(spelling).strip().upper()
+    ticker = canonical_ticker(spelling)
     reason = rules.not_an_a_share(ticker)
     if reason is not None:
         raise DataError(f"ticker {spelling!r} is {reason}, not an A-share stock: the rules cover Shanghai, "
