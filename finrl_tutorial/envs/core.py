@@ -131,6 +131,8 @@ class MarketArrays(NamedTuple):
     def from_market(cls, market: MarketData, fees: rules.FeeSchedule,
                     config: "EnvConfig | None" = None) -> "MarketArrays":
         config = config or EnvConfig()
+        if not market.close.is_floating_point():
+            raise InputError(f"the env's dtype must be a floating-point torch dtype, got {market.close.dtype}")
         rates = fees.day_rates(market.dates, market.tickers)
         as_float = lambda a: torch.as_tensor(a, dtype=market.close.dtype, device=market.device)  # noqa: E731
         lots = [rules.lot_rule(t) for t in market.tickers]
