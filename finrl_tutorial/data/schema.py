@@ -45,6 +45,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .. import rules
 from ..errors import ConfigError, DataWarning, InputError
 
 REQUIRED_COLUMNS = ("date", "tic", "open", "high", "low", "close", "volume")
@@ -147,6 +148,18 @@ def canonical_ticker(ticker, strict: bool = False) -> str:
     if strict or not text or text in ("NAN", "NONE", "<NA>"):
         raise DataError(f"not an A-share ticker: {ticker!r} (expected e.g. 600000.SH, 000001.SZ or 600000)")
     return text
+
+
+def stock_ticker(spelling) -> str:
+    """`canonical_ticker`, refusing by name a code that is not an A-share stock (a B-share, fund,
+    index, bond, Hong Kong or foreign ticker: `rules.not_an_a_share`) instead of reading it as a
+    main-board stock."""
+    ticker = canonical_ticker(spelling)
+    reason = rules.not_an_a_share(ticker)
+    if reason is not None:
+        raise DataError(f"ticker {spelling!r} is {reason}, not an A-share stock: the rules cover Shanghai, "
+                        "Shenzhen and Beijing A-shares only; leave its rows out")
+    return ticker
 
 
 # --------------------------------------------------------------------------- dates
@@ -371,7 +384,7 @@ def validate_bars(frame: pd.DataFrame, min_history: int = 2, date_format: str | 
         if not (spelled == spelled.round()).all():
             raise DataError(f"tickers in column 'tic' are numbers with decimals (e.g. {_show(spelled.iloc[0])})")
         spelled = spelled.astype("int64").map(lambda code: f"{code:06d}")  # 1 was 000001 before a number lost its zeros
-    canonical = {t: canonical_ticker(t) for t in spelled.unique()}
+    canonical = {t: stock_ticker(t) for t in spelled.unique()}
     frame["tic"] = spelled.map(canonical)
     written = frame["date"]
     frame["date"] = parse_dates(written, "date", date_format)

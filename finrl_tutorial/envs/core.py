@@ -63,8 +63,13 @@ class EnvConfig:
     """Extra slippage ``impact × participation²`` (participation = order / the day's volume),
     zipline's ``VolumeShareSlippage`` form (it uses 0.1); 0 by default."""
     max_participation: float = 0.1
-    """At most this share of the fill day's traded volume fills per stock and day (zipline's
-    default 10 %); ``inf`` turns the cap off."""
+    """At most this share of the volume traded where the order fills, per stock and day (zipline's
+    default 10 %); ``inf`` turns the cap off. At the open that volume is the opening auction's
+    (the data's ``open_volume``, else ``open_auction_share`` × the day's volume); at the close,
+    the day's."""
+    open_auction_share: float = rules.OPEN_AUCTION_SHARE
+    """Share of the day's volume taken to trade in the opening auction when the data lacks
+    ``open_volume`` (`rules.OPEN_AUCTION_SHARE`, 1/48; 1.0 restores the whole day's volume)."""
 
     def __post_init__(self):
         owner = "EnvConfig"
@@ -81,6 +86,7 @@ class EnvConfig:
         check_real(owner, "slippage", self.slippage, low=0, high=0.1, high_open=True)
         check_real(owner, "impact", self.impact, low=0)
         check_positive(owner, "max_participation", self.max_participation, allow_inf=True)  # inf: no cap
+        check_real(owner, "open_auction_share", self.open_auction_share, low=0, high=1, low_open=True)
 
 
 def _check_fees(owner: str, fees) -> None:
@@ -193,17 +199,30 @@ class MarketArrays(NamedTuple):
     transfer_per_share: torch.Tensor  # [D, S]
     lot_minimum: torch.Tensor         # [S]
     lot_step: torch.Tensor            # [S]
+    fill_volume: torch.Tensor         # [D, S] volume where orders fill (the open's auction, or the day)
+    buy_cap: torch.Tensor             # [D, S] most shares one account may buy that day (ST cap; inf)
 
     @classmethod
-    def from_market(cls, market: MarketData, fees: rules.FeeSchedule) -> "MarketArrays":
+    def from_market(cls, market: MarketData, fees: rules.FeeSchedule,
+                    config: "EnvConfig | None" = None) -> "MarketArrays":
+        config = config or EnvConfig()
+        if not market.close.is_floating_point():
+            raise InputError(f"the env's dtype must be a floating-point torch dtype, got {market.close.dtype}")
         rates = fees.day_rates(market.dates, market.tickers)
         as_float = lambda a: torch.as_tensor(a, dtype=market.close.dtype, device=market.device)  # noqa: E731
         lots = [rules.lot_rule(t) for t in market.tickers]
+        if config.execution == "open":
+            open_volume = market.open_volume.to(market.close.dtype)
+            fill_volume = torch.where(open_volume < 0, market.volume * config.open_auction_share, open_volume)
+        else:
+            fill_volume = market.volume
+        buy_cap = torch.where(market.is_st, torch.full_like(market.close, rules.ST_DAILY_BUY_CAP),
+                              torch.full_like(market.close, float("inf")))
         return cls(market.open, market.close, market.pre_close, market.split_ratio, market.dividend,
                    market.volume, market.up_limit, market.down_limit, market.tradable, market.features,
                    as_float(rates["stamp_buy"]), as_float(rates["stamp_sell"]), as_float(rates["transfer_value"]),
                    as_float(rates["transfer_per_share"]), as_float([lot.minimum for lot in lots]),
-                   as_float([lot.step for lot in lots]))
+                   as_float([lot.step for lot in lots]), fill_volume, buy_cap)
 
     @property
     def num_days(self) -> int:
@@ -288,7 +307,7 @@ def step_account(account: Account, action: torch.Tensor, market: MarketArrays, c
     moved = account._replace(cash=cash, holdings=holdings)
     sellable = rules.sellable_shares(holdings, account.bought, account.bought_day == fill_day)
     wanted = wanted_shares(action, moved, price, config)
-    volume = market.volume[fill_day]
+    volume = market.fill_volume[fill_day]
     max_shares = rules.participation_cap(volume, config.max_participation)
     participation = torch.minimum(wanted.abs(), max_shares) / volume.clamp(min=1.0)
     buy_price, sell_price = rules.fill_prices(price, up_limit, down_limit, config.slippage, config.impact,
@@ -296,7 +315,7 @@ def step_account(account: Account, action: torch.Tensor, market: MarketArrays, c
     cash, holdings, bought, fee, traded = rules.execute_orders(
         cash, holdings, sellable, wanted, price, can_buy, can_sell, config.fees, market.rates_on(fill_day),
         lot_minimum=market.lot_minimum, lot_step=market.lot_step, max_shares=max_shares,
-        buy_price=buy_price, sell_price=sell_price)
+        buy_price=buy_price, sell_price=sell_price, max_buy_shares=market.buy_cap[fill_day])
     if config.execution == "close":
         dividend_paid = (holdings * market.dividend[next_day]).sum(-1)
         cash, holdings = rules.apply_corporate_action(cash, holdings, market.split_ratio[next_day],

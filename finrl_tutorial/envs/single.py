@@ -26,7 +26,7 @@ class StockTradingEnv(gym.Env):
     def __init__(self, market: MarketData, config: EnvConfig | None = None, dtype: torch.dtype = torch.float64):
         self.config = check_env_arguments("StockTradingEnv", market, config, dtype)
         self.market = market.to("cpu", dtype)
-        self.arrays = MarketArrays.from_market(self.market, self.config.fees)
+        self.arrays = MarketArrays.from_market(self.market, self.config.fees, self.config)
         self.dtype = dtype
         size = observation_size(self.market.num_stocks, self.market.num_features)
         self.observation_space = gym.spaces.Box(-OBSERVATION_BOUND, OBSERVATION_BOUND, shape=(size,),

@@ -59,7 +59,7 @@ class VecStockTradingEnv(VectorEnv):
         if device is not None:
             require_device(device)
         self.market = market.to(device if device is not None else market.device, dtype)
-        self.arrays = MarketArrays.from_market(self.market, self.config.fees)
+        self.arrays = MarketArrays.from_market(self.market, self.config.fees, self.config)
         self.num_envs = num_envs
         self.num_stocks = self.market.num_stocks
         self.device = self.market.device
