@@ -473,17 +473,21 @@ auction and block trades together (SSE 风险警示板 rules, 2012-2013; SZSE th
 投资者当日通过竞价交易和大宗交易累计买入的单只风险警示股票，数量不得超过50万股)."""
 
 
-def fill_prices(price, up_limit, down_limit, slippage: float, impact: float = 0.0, participation=0.0):
+def fill_prices(price, up_limit, down_limit, slippage: float, impact: float = 0.0, participation=0.0,
+                on_tick: bool = True):
     """Slippage: buys fill at price × (1 + s), sells at price × (1 − s), on the 0.01 tick (buys
     rounded up, sells down: orders are priced in fen, SSE/SZSE trading rules 申报价格最小变动单位
     0.01元) and never beyond the day's limits, with ``s = slippage + impact × participation²``
     (participation = order / volume; the quadratic term is zipline's ``VolumeShareSlippage``;
     default ``impact`` 0). The fixed part stands for half the bid-ask spread: a one-tick spread on
     a ¥10 stock is 10 bp, half is 5 bp, zipline's default; the tick rounding makes it at least one
-    tick on any price with ``s > 0``. Returns ``(buy_price, sell_price)``."""
+    tick on any price with ``s > 0``. ``on_tick=False`` keeps the unrounded average price (an
+    order filled in parts averages several ticks; `EnvConfig.fill_on_tick` chooses, off by default).
+    Returns ``(buy_price, sell_price)``."""
     s = price * 0.0 + (slippage + impact * participation * participation)  # a tensor like price
-    buy = torch.where(s > 0, tick_up(price * (1.0 + s)), price)
-    sell = torch.where(s > 0, tick_down(price * (1.0 - s)), price)
+    buy, sell = price * (1.0 + s), price * (1.0 - s)
+    if on_tick:
+        buy, sell = torch.where(s > 0, tick_up(buy), price), torch.where(s > 0, tick_down(sell), price)
     return torch.minimum(buy, up_limit), torch.maximum(sell, down_limit)
 
 

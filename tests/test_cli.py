@@ -44,9 +44,11 @@ def test_data_summarises_the_sample_and_saves_a_csv(capsys, tmp_path):
     assert "tickers (15):" in out and "600519.SH" in out
     assert "trading days:  1221  (2015-01-05 .. 2020-01-03)" in out
     assert "suspended stock-days: 355" in out and "600050.SH 95" in out
-    assert "corporate actions: 12" in out
-    # the detected reference is the close net of the day's market move (was x1.2963 from the open)
-    assert "600276.SH 2015-06-15  holdings x1.3207  (detected)" in out
+    assert "corporate actions: 14" in out
+    # detected ex-days are sized on whole bonus shares per 10 plus cash, from the open net of the market's
+    # opening move: 600000.SH 2017-05-25 was 10转3派2 (the exchange's reference 11.75)
+    assert "600276.SH 2015-06-15  holdings x1.3000 + ¥0.1090/share  (detected)" in out
+    assert "600000.SH 2017-05-25  holdings x1.3000 + ¥0.1950/share  (detected)" in out
     assert "train 2015-01-05..2017-12-29 (732 days)" in out
     saved = pd.read_csv(out_csv)
     assert len(saved) == 1221 * 15

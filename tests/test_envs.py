@@ -67,11 +67,14 @@ class Invariants:
         tradable = a.tradable[fill]
         can_buy = tradable & (price < a.up_limit[fill] - HALF_TICK)
         can_sell = tradable & (price > a.down_limit[fill] + HALF_TICK)
-        # fills pay the fixed slippage against the trader, on the fen (buys up, sells down), never
-        # beyond the day's limits
+        # fills pay the fixed slippage against the trader (on the fen with fill_on_tick: buys up, sells
+        # down), never beyond the day's limits
         assert cfg.impact == 0.0, "the checker models the fixed slippage only"
-        buy_price = torch.minimum(torch.ceil(price * (1 + cfg.slippage) * 100 - 1e-6) / 100, a.up_limit[fill])
-        sell_price = torch.maximum(torch.floor(price * (1 - cfg.slippage) * 100 + 1e-6) / 100, a.down_limit[fill])
+        buy_price, sell_price = price * (1 + cfg.slippage), price * (1 - cfg.slippage)
+        if cfg.fill_on_tick:
+            buy_price, sell_price = torch.ceil(buy_price * 100 - 1e-6) / 100, torch.floor(sell_price * 100 + 1e-6) / 100
+        buy_price = torch.minimum(buy_price, a.up_limit[fill])
+        sell_price = torch.maximum(sell_price, a.down_limit[fill])
         cap = torch.floor(a.fill_volume[fill] * cfg.max_participation)
         n = valid.sum()
 
@@ -463,8 +466,8 @@ def test_open_execution_fills_at_next_open(sse15):
     action = np.zeros(15)
     action[col] = 1.0
     _, reward, _, _, info = env.step(action)
-    # 5 bp against the buyer, rounded up to the fen
-    price = np.ceil(float(full.open[start + 1, col]) * (1 + env.config.slippage) * 100 - 1e-6) / 100
+    # 5 bp against the buyer (an average price: off the tick unless EnvConfig.fill_on_tick)
+    price = float(full.open[start + 1, col]) * (1 + env.config.slippage)
     shares = 100 * 100  # max_lots lots of 100
     # far below the participation cap at the open (10 % of the opening auction's share of the day)
     assert shares <= 0.1 * env.config.open_auction_share * float(full.volume[start + 1, col])
@@ -488,7 +491,7 @@ def test_close_execution_fills_at_decision_close(sse15):
     action[col] = 1.0
     _, _, _, _, info = env.step(action)
     price = float(full.close[start, col])
-    assert info["traded_value"] == pytest.approx(10_000 * np.ceil(price * 1.0005 * 100 - 1e-6) / 100)
+    assert info["traded_value"] == pytest.approx(10_000 * price * 1.0005)
     env = StockTradingEnv(full, EnvConfig(episode_days=None, execution="close", slippage=0.0, action_mode="shares"))
     env.reset(options={"start_day": start})
     _, _, _, _, info = env.step(action)

@@ -83,10 +83,19 @@ def test_non_a_share_codes_are_refused_by_name(code, kind):
 
 # --- ticks and odd lots ----------------------------------------------------------------------------
 
-def test_fills_on_the_tick_against_the_trader_in_every_env():
+def test_fills_off_the_tick_by_default_in_every_env():
     bars = _bars(seed=1)
     market = _quiet_prepare(bars).full
     config = EnvConfig(episode_days=None, action_mode="shares", max_lots=1, slippage=0.0005)
+    history = _run_all_envs(market, [[1.0, 0.0, 0.0], [-1.0, 0.0, 0.0]], config, start_day=3)
+    assert history[0][2] == pytest.approx(100 * float(market.open[4, 0]) * 1.0005, rel=1e-9)
+    assert history[1][2] == pytest.approx(100 * float(market.open[5, 0]) * 0.9995, rel=1e-9)
+
+
+def test_fills_on_the_tick_against_the_trader_in_every_env():
+    bars = _bars(seed=1)
+    market = _quiet_prepare(bars).full
+    config = EnvConfig(episode_days=None, action_mode="shares", max_lots=1, slippage=0.0005, fill_on_tick=True)
     history = _run_all_envs(market, [[1.0, 0.0, 0.0], [-1.0, 0.0, 0.0]], config, start_day=3)
     open_buy, open_sell = float(market.open[4, 0]), float(market.open[5, 0])
     buy = np.ceil(open_buy * 1.0005 * 100 - 1e-6) / 100

@@ -109,7 +109,7 @@ MAX_STOCKS = 1000
 _TICKS_PER_YUAN = 100  # prices are built as integer fen, then divided: exact 0.01 ticks
 _PRICE_RANGE = (5.0, 50.0)  # starting prices, yuan (log-uniform)
 _RANGE_NOISE = 0.5  # high/low extend the open-close range by |N(0, (0.5·volatility)²)|
-_MEDIAN_VOLUME = 5e6  # shares per day
+_MEDIAN_VOLUME = 2e7  # shares per day: ¥290M at ¥14.5, a liquid large cap's turnover (the open's cap is 1/48 of it)
 
 
 @dataclass(frozen=True)
