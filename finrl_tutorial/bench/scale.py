@@ -93,7 +93,7 @@ PHASES = ("rollout", "transfer", "update", "all_reduce", "waiting")
 
 def scale_label(record: dict | pd.Series) -> str:
     """A short name for one ``bench scale`` record: ``vec 1,024``, ``subproc ×2``, ``ddp ×2 (512 envs)``,
-    ``in-process trainer (256 envs)``."""
+    ``in-process trainer (256 envs)``, ``workers ×2 (128 envs, update on 1 thread)``."""
     layout = record["layout"]
     if layout in ("vec", "vmap"):
         return f"{layout} {int(record['num_envs']):,}"
@@ -103,9 +103,11 @@ def scale_label(record: dict | pd.Series) -> str:
         return f"subproc ×{int(record['processes'])}"
     if layout == "trainer":
         return f"in-process trainer ({int(record['num_envs']):,} envs)"
-    return f"{layout} ×{int(record['processes'])} ({int(record['num_envs']):,} envs)"
-
-
+    label = f"{layout} ×{int(record['processes'])} ({int(record['num_envs']):,} envs"
+    if layout == "workers" and record.get("learner_threads") and int(record["processes"]) > 1:
+        threads = int(record["learner_threads"])
+        label += f", update on {threads} thread{'s' if threads > 1 else ''}"
+    return label + ")"
 
 def add_arguments(kinds) -> None:
     parser = kinds.add_parser("scale", help="env-steps/s and samples/s of single | subproc | vec | vmap | ddp | "
