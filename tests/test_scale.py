@@ -160,11 +160,11 @@ def test_the_learner_updates_on_the_workers_idle_cores(edge_market, monkeypatch)
     assert threads_in_update == [2, 2, 1, 1]
 
 
-def test_learner_threads_default_to_one_per_worker_within_the_cores(edge_market):
-    from finrl_tutorial.training.workers import available_cores, torch_threads
+def test_learner_threads_default_to_the_measured_choice_within_the_cores(edge_market):
+    from finrl_tutorial.training.workers import DEFAULT_LEARNER_THREADS, available_cores, torch_threads
 
     with WorkerPool(edge_market.train, _tiny_config(), EDGE_ENV, num_workers=2, seed=0) as pool:
-        assert pool.learner_threads == min(2, available_cores())
+        assert pool.learner_threads == min(DEFAULT_LEARNER_THREADS, available_cores())
     with pytest.raises(ValueError, match="learner_threads"):
         WorkerPool(edge_market.train, _tiny_config(), EDGE_ENV, num_workers=2, learner_threads=0)
     before = torch.get_num_threads()
