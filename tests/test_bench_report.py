@@ -21,6 +21,7 @@ from finrl_tutorial.book.scale import (
     model_check,
     phase_table,
     project,
+    fit_per_call,
     speedup_text,
     speedups,
 )
@@ -166,6 +167,20 @@ def test_phase_table_and_learner_threads_reading():
     assert reading["loads"] == [7.0, 7.0]
     points = measured_points(speedups([_timed("trainer", 1, _phases(2.0, 2.0))] + records), "workers", threads=1)
     assert sorted(points) == [1, 2] and points[2][0] == pytest.approx(200 / 5.51 / 25)
+
+
+@given(call=st.floats(1e-6, 1e-2), account=st.floats(1e-9, 1e-5))
+def test_the_per_call_fit_recovers_a_linear_cost(call, account):
+    sizes = [1, 4, 64, 1024, 16384]
+    fit = fit_per_call(sizes, [n / (call + n * account) for n in sizes])
+    assert fit["call_seconds"] == pytest.approx(call, rel=1e-6, abs=1e-12)
+    assert fit["account_seconds"] == pytest.approx(account, rel=1e-6)
+    assert fit["break_even_accounts"] == pytest.approx(call / account, rel=1e-5)
+
+
+def test_the_per_call_fit_needs_two_sizes():
+    with pytest.raises(ValueError, match="two different sizes"):
+        fit_per_call([4, 4], [10.0, 11.0])
 
 
 def test_peer_tables_and_targets():

@@ -31,8 +31,8 @@ from .cli import cli_command, run_cli
 # The readings of committed records, one import away for the chapters (``ft.book.describe(record)``).
 from .report import (env_throughput_table, full_run_commentary, gpu_summary, loop_cost_lines, peer_ratio_table,
                      peer_summary, peer_table, peer_target_lines, provenance)
-from .scale import (CostModel, fit_cost_model, model_check, phase_table, plot_projection, plot_speedups, project,
-                    speedup_text, speedups)
+from .scale import (CostModel, fit_cost_model, fit_per_call, model_check, phase_table, plot_projection,
+                    plot_speedups, project, speedup_text, speedups)
 from .sweep import MEASURE_NAMES, along_the_curve, describe, summary_table, sweep_caption
 
 FAST = os.environ.get("FINRL_TUTORIAL_FAST", "") not in ("", "0")

@@ -314,3 +314,22 @@ def learner_threads_reading(records: Iterable[dict]) -> dict:
             "update seconds": {1: one["phases"]["update"], 2: two["phases"]["update"]},
             "loads": _loads(one) + _loads(two), "faster": 1 if one["samples_per_s"] >= two["samples_per_s"] else 2,
             "median of rounds": statistics.median(ratios)}
+
+
+# --- chapter 6: the cost of one call of a batched env ------------------------------------------------
+
+def fit_per_call(num_envs: Iterable[int], env_steps_per_s: Iterable[float]) -> dict[str, float]:
+    """Least-squares fit of the seconds of one step call, ``t(n) = call + n × account``, to a sweep
+    of a batched env (``n`` accounts, measured env-steps/s): the fixed cost of a call, the cost of
+    one more account, and the size ``call / account`` at which the two are equal (below it the
+    fixed cost dominates; throughput grows almost in proportion to ``n``)."""
+    sizes = [float(n) for n in num_envs]
+    seconds = [n / rate for n, rate in zip(sizes, env_steps_per_s)]
+    if len(sizes) < 2 or len(set(sizes)) < 2:
+        raise InputError("fit_per_call needs at least two different sizes")
+    mean_n, mean_t = statistics.fmean(sizes), statistics.fmean(seconds)
+    slope = (sum((n - mean_n) * (t - mean_t) for n, t in zip(sizes, seconds))
+             / sum((n - mean_n) ** 2 for n in sizes))
+    call = mean_t - slope * mean_n
+    return {"call_seconds": call, "account_seconds": slope,
+            "break_even_accounts": call / slope if slope > 0 else math.inf}
