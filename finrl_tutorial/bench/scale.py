@@ -251,7 +251,8 @@ class _TimedContext:
 
     def __init__(self, inner, clock: PhaseClock):
         self.inner, self.clock = inner, clock
-        self.rank, self.world_size, self.device, self.is_main = inner.rank, inner.world_size, inner.device, inner.is_main
+        self.rank, self.world_size, self.device = inner.rank, inner.world_size, inner.device
+        self.is_main = inner.is_main
 
     def wrap(self, agent):
         module = self.inner.wrap(agent)

@@ -249,7 +249,8 @@ def model_check(records: Iterable[dict], model: CostModel) -> pd.DataFrame:
     return pd.DataFrame(rows).T
 
 
-def project(model: CostModel, processes: Iterable[int] = (1, 2, 4, 8, 16), baseline: float | None = None) -> pd.DataFrame:
+def project(model: CostModel, processes: Iterable[int] = (1, 2, 4, 8, 16),
+            baseline: float | None = None) -> pd.DataFrame:
     """The model's samples/s at each process count (a projection beyond the measured points),
     and, with ``baseline`` (samples/s), the speed-up against it."""
     rows = {}
