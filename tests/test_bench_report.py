@@ -96,7 +96,7 @@ def test_speedups_are_against_the_fastest_in_process_trainer_round_by_round():
     assert (ddp["rounds min"], ddp["rounds max"]) == pytest.approx((0.5, 0.9))  # 60/120 and 90/100
     assert (ddp["load min"], ddp["load max"]) == (8, 9) and ddp["repeats"] == 2
     assert speedup_text(table, "ddp ×2 (128 envs)") == (
-        "0.75× the samples/s of the in-process trainer (128 envs) (rounds 0.50–0.90×)")
+        "0.75× the samples/s of the in-process trainer (128 envs) (round by round against it: 0.50–0.90×)")
     # another baseline by its label; only some layouts
     other = speedups(records, baseline="in-process trainer (64 envs)", layouts=["ddp"])
     assert list(other.index) == ["in-process trainer (64 envs)", "ddp ×2 (128 envs)"]

@@ -87,10 +87,10 @@ def speedups(records: Iterable[dict], key: str = "samples_per_s", baseline: str 
 
 
 def speedup_text(table: pd.DataFrame, label: str) -> str:
-    """``"0.85× the in-process trainer (256 envs) (rounds 0.80–0.90×)"``: one row of `speedups`
-    in words, its baseline named."""
+    """``"0.85× the samples/s of the in-process trainer (256 envs) (round by round against it:
+    0.80–0.90×)"``: one row of `speedups` in words, its baseline named."""
     row = table.loc[label]
-    rounds = (f" (rounds {row['rounds min']:.2f}–{row['rounds max']:.2f}×)"
+    rounds = (f" (round by round against it: {row['rounds min']:.2f}–{row['rounds max']:.2f}×)"
               if row["repeats"] > 1 and row["rounds min"] != row["rounds max"] else "")
     return f"{row['speed-up']:.2f}× the samples/s of the {row['baseline']}{rounds}"
 
