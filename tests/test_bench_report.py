@@ -22,6 +22,7 @@ from finrl_tutorial.book.scale import (
     phase_table,
     project,
     fit_per_call,
+    same_work_seconds,
     speedup_text,
     speedups,
 )
@@ -96,11 +97,15 @@ def test_speedups_are_against_the_fastest_in_process_trainer_round_by_round():
     assert (ddp["rounds min"], ddp["rounds max"]) == pytest.approx((0.5, 0.9))  # 60/120 and 90/100
     assert (ddp["load min"], ddp["load max"]) == (8, 9) and ddp["repeats"] == 2
     assert speedup_text(table, "ddp ×2 (128 envs)") == (
-        "0.75× the samples/s of the in-process trainer (128 envs) (round by round against it: 0.50–0.90×)")
+        "0.75× the samples/s of the in-process trainer (128 envs) (round by round against it: 0.50–0.90×): "
+        "slower in every round")
+    assert list(table["verdict"]) == ["slower", "baseline", "slower"]  # every round below 1
     # another baseline by its label; only some layouts
     other = speedups(records, baseline="in-process trainer (64 envs)", layouts=["ddp"])
     assert list(other.index) == ["in-process trainer (64 envs)", "ddp ×2 (128 envs)"]
     assert other.loc["ddp ×2 (128 envs)", "speed-up"] == pytest.approx(0.9)
+    assert other.loc["ddp ×2 (128 envs)", "verdict"] == "tie"  # 60/100 and 90/80: on both sides of 1
+    assert speedup_text(other, "ddp ×2 (128 envs)").endswith(": a tie, the rounds lie on both sides of 1")
     with pytest.raises(ValueError, match="trainer"):
         speedups(records[2:])
     with pytest.raises(ValueError, match="no configuration labelled"):
@@ -155,6 +160,14 @@ def test_the_models_speed_up_never_exceeds_the_process_count(rollout, update, ov
         # DDP splits the update, workers do not: DDP is never slower at the same overhead
     assert (CostModel("ddp", rollout, update, overhead, 10).samples_per_s(processes)
             >= CostModel("workers", rollout, update, overhead, 10).samples_per_s(processes) * (1 - 1e-9))
+
+
+def test_the_same_work_in_two_processes_is_compared_by_its_rollout_phase():
+    records = [_timed("trainer", 1, _phases(rollout=4.0, update=1.0)) | {"num_envs": 10}] + WORKERS
+    reading = same_work_seconds(records, "workers")
+    assert reading == {"trainer": 4.0, "workers": 3.0, "ratio": 4.0 / 3.0, "envs": 10}
+    with pytest.raises(ValueError, match="10 envs"):
+        same_work_seconds(WORKERS, "workers")
 
 
 def test_phase_table_and_learner_threads_reading():

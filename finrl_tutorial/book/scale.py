@@ -58,8 +58,9 @@ def speedups(records: Iterable[dict], key: str = "samples_per_s", baseline: str 
     min and max of its repeats, its speed-up against ``baseline`` (a label; default the fastest
     in-process trainer, `fastest_single_process`) as the ratio of medians and, where both keep
     their repeats, the min and max of the round-by-round ratios; the repeats and the range of
-    1-minute load averages the runs ended at. ``layouts`` keeps only those layouts (the baseline
-    row is always kept). The ``baseline`` column names the baseline in every row."""
+    1-minute load averages the runs ended at, and a ``verdict`` from the rounds: ``faster`` or
+    ``slower`` only if every round says so, else ``tie``. ``layouts`` keeps only those layouts (the
+    baseline row is always kept). The ``baseline`` column names the baseline in every row."""
     records = _records(records, key)
     by_label = {scale_label(r): r for r in records}
     base_label = baseline or scale_label(fastest_single_process(records, key))
@@ -82,8 +83,17 @@ def speedups(records: Iterable[dict], key: str = "samples_per_s", baseline: str 
                        "speed-up": float(record[key]) / float(base[key]),
                        "rounds min": min(ratios), "rounds max": max(ratios), "repeats": len(values),
                        "load min": min(loads) if loads else math.nan, "load max": max(loads) if loads else math.nan,
-                       "baseline": base_label}
+                       "verdict": _verdict(ratios) if label != base_label else "baseline", "baseline": base_label}
     return pd.DataFrame(rows).T.infer_objects()
+
+
+def _verdict(ratios: list[float]) -> str:
+    """``faster`` or ``slower`` only if every round says so; a tie when the rounds lie on both sides of 1."""
+    if min(ratios) > 1:
+        return "faster"
+    if max(ratios) < 1:
+        return "slower"
+    return "tie"
 
 
 def speedup_text(table: pd.DataFrame, label: str) -> str:
@@ -92,7 +102,9 @@ def speedup_text(table: pd.DataFrame, label: str) -> str:
     row = table.loc[label]
     rounds = (f" (round by round against it: {row['rounds min']:.2f}–{row['rounds max']:.2f}×)"
               if row["repeats"] > 1 and row["rounds min"] != row["rounds max"] else "")
-    return f"{row['speed-up']:.2f}× the samples/s of the {row['baseline']}{rounds}"
+    verdict = {"tie": ": a tie, the rounds lie on both sides of 1", "faster": ": faster in every round",
+               "slower": ": slower in every round"}.get(row["verdict"], "") if row["repeats"] > 1 else ""
+    return f"{row['speed-up']:.2f}× the samples/s of the {row['baseline']}{rounds}{verdict}"
 
 
 def plot_speedups(table: pd.DataFrame, ax, title: str, xlabel: str = "training samples / s (rollout + update)"):
@@ -334,3 +346,20 @@ def fit_per_call(num_envs: Iterable[int], env_steps_per_s: Iterable[float]) -> d
     call = mean_t - slope * mean_n
     return {"call_seconds": call, "account_seconds": slope,
             "break_even_accounts": call / slope if slope > 0 else math.inf}
+
+
+def same_work_seconds(records: Iterable[dict], layout: str) -> dict:
+    """The rollout phase of the same work (one process's sub-envs, one iteration) in the in-process
+    trainer and in one process of ``layout`` (``workers`` or ``ddp``), from the same rounds, and
+    their ratio: on a machine with more runnable processes than cores, the same work can take
+    different times in different processes (each gets a share of the cores), which is no parallel
+    speed-up."""
+    records = list(records)
+    one = _one(records, layout, 1)
+    trainers = [r for r in records if r["layout"] == BASELINE_LAYOUT and "phases" in r
+                and r["num_envs"] == one["envs_per_process"]]
+    if not trainers:
+        raise InputError(f"the records hold no in-process trainer with {one['envs_per_process']} envs and phases")
+    trainer = trainers[-1]
+    return {"trainer": trainer["phases"]["rollout"], layout: one["phases"]["rollout"],
+            "ratio": trainer["phases"]["rollout"] / one["phases"]["rollout"], "envs": int(one["envs_per_process"])}
