@@ -73,7 +73,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
 
-from ..agents import ActorCritic, SingleProcessContext, make_config
+from ..agents import ActorCritic, EnvCollector, SingleProcessContext, collect_rollout, make_config
 from ..atomic import write_json
 from ..data import load_market
 from ..data.clean import PreparedMarket
@@ -81,8 +81,8 @@ from ..errors import InputError
 from ..plots import plot_bars
 from ..provenance import machine
 from ..training.distributed import DistributedContext
-from ..envs import EnvConfig
-from ..training.trainer import batched_env_collector, train
+from ..envs import EnvConfig, VecStockTradingEnv, shard_start_windows
+from ..training.trainer import train
 from ..training.workers import WorkerPool
 from .common import explicit_command, market_with_stocks
 from .env import measure_env
@@ -93,7 +93,7 @@ PHASES = ("rollout", "transfer", "update", "all_reduce", "waiting")
 """The phases of one training iteration that the ddp, workers and trainer layouts time."""
 
 
-def scale_label(record: dict | pd.Series) -> str:
+def scale_label(record) -> str:
     """A short name for one ``bench scale`` record: ``vec 1,024``, ``subproc ×2``, ``ddp ×2 (512 envs)``,
     ``in-process trainer (256 envs)``, ``workers ×2 (128 envs, update on 1 thread)``."""
     layout = record["layout"]
@@ -292,6 +292,14 @@ def _timed_train(prepared: PreparedMarket, config, collector, context) -> dict:
             "samples_per_iteration": config.rollout_size * context.world_size}
 
 
+def _batched_collector(market, config, context, seed: int) -> EnvCollector:
+    """The trainer's own in-process collector: one batched env on this rank's window of start days."""
+    window = shard_start_windows(market.num_days, context.world_size)[context.rank]
+    env = VecStockTradingEnv(market, config.num_envs, EnvConfig(), device=context.device, seed=seed,
+                             start_window=window, check_actions=False)  # actions come from the agent
+    return EnvCollector(env, collect_rollout)
+
+
 def _weights_out_seconds(pool, config, repeats: int = 20) -> float:
     """Median seconds to copy a learner's weights into a shared-memory policy like the pool's."""
     agent = ActorCritic.from_config(pool.observation_dim, pool.action_dim, config, pool.action_mode)
@@ -329,7 +337,7 @@ def _ddp_rank(rank: int, world_size: int, port: int, prepared: PreparedMarket, n
     context = DistributedContext.from_env(device=device, timeout_s=300)
     try:
         config = _loop_config(num_envs, local, iterations + 1, world_size)
-        collector = batched_env_collector(prepared.train, config, EnvConfig(), context, config.seed + 1000 * rank)
+        collector = _batched_collector(prepared.train, config, context, config.seed + 1000 * rank)
         measured = _timed_train(prepared, config, collector, context)
     finally:
         context.close()
@@ -441,7 +449,7 @@ def _ddp_once(args, prepared: PreparedMarket, processes: int) -> dict:
 def _trainer_once(args, prepared: PreparedMarket, num_envs: int) -> dict:
     config = _loop_config(num_envs, torch.device(args.device), args.loop_iterations + 1)
     context = SingleProcessContext(config.device)
-    collector = batched_env_collector(prepared.train, config, EnvConfig(), context, config.seed)
+    collector = _batched_collector(prepared.train, config, context, config.seed)
     return {"num_envs": config.num_envs, "envs_per_process": num_envs, "learner_threads": 1,
             **_timed_train(prepared, config, collector, context)}
 

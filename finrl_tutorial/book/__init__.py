@@ -17,7 +17,6 @@ import fnmatch
 import importlib.resources
 import inspect
 import json
-import os
 import re
 import tempfile
 import warnings
@@ -26,6 +25,7 @@ from pathlib import Path
 import torch
 
 from ..errors import InputError
+from ..provenance import fast_mode
 from . import report, scale, sweep
 from .cli import cli_command, run_cli
 # The readings of committed records, one import away for the chapters (``ft.book.describe(record)``).
@@ -35,7 +35,7 @@ from .scale import (CostModel, fit_cost_model, fit_per_call, model_check, phase_
                     plot_speedups, project, speedup_text, speedups)
 from .sweep import MEASURE_NAMES, along_the_curve, describe, summary_table, sweep_caption
 
-FAST = os.environ.get("FINRL_TUTORIAL_FAST", "") not in ("", "0")
+FAST = fast_mode()
 """True in CI (``FINRL_TUTORIAL_FAST=1``): chapters run small versions of their experiments."""
 
 

@@ -13,8 +13,9 @@ import torch
 from stockstats import StockDataFrame
 
 from .. import rules
-from .market import MarketData
-from .schema import PRICE_COLUMNS, DataError, feature_columns, validate_bars
+from .market import MarketData, days_between
+from .schema import (PRICE_COLUMNS, DataError, check_factors, check_splits, feature_columns, names_argument,
+                     validate_bars)
 
 DEFAULT_INDICATORS = ("macd", "boll_ub", "boll_lb", "rsi_30", "cci_30", "dx_30", "close_30_sma", "close_60_sma")
 """FinRL's default technical indicators (stockstats names)."""
@@ -291,9 +292,10 @@ def _dense(frame: pd.DataFrame, column: str, dates, tickers) -> np.ndarray:
 
 
 def _split_positions(dates: pd.DatetimeIndex, splits) -> dict[str, tuple[int, int]]:
+    check_splits(splits)
     positions = {}
     for name, (start, end) in splits.items():
-        inside = np.flatnonzero((dates >= pd.Timestamp(start)) & (dates <= pd.Timestamp(end)))
+        inside = days_between(dates, start, end)
         if len(inside) < 2:
             raise DataError(f"split {name!r} ({start}..{end}) has fewer than 2 trading days in the data "
                             f"({dates[0].date()}..{dates[-1].date()})")
@@ -320,6 +322,8 @@ def fraction_splits(dates: pd.DatetimeIndex, train: float = 0.6, valid: float = 
 def check_feature_stats(stats: dict, feature_names: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Given normalisation statistics (``{"names", "mean", "std"}``, as a checkpoint stores
     them) as arrays in ``feature_names`` order; a `DataError` saying which features differ."""
+    if not isinstance(stats, dict) or not {"names", "mean", "std"} <= set(stats):
+        raise DataError(f"feature_stats must be a dict with 'names', 'mean' and 'std', got {type(stats).__name__}")
     names = list(stats["names"])
     if names != list(feature_names):
         missing = [n for n in names if n not in feature_names]
@@ -380,7 +384,7 @@ def prepare_validated(bars: pd.DataFrame, *, splits: dict | None = None, indicat
                       feature_stats: dict | None = None, window_start=None, listings=None) -> PreparedMarket:
     """`prepare_market` on bars that `validate_bars` returned (or a row subset of them): the
     entry check is not run a second time."""
-    indicators = tuple(indicators)
+    indicators = tuple(names_argument(indicators, "indicators") or ())
     user_factors = feature_columns(bars)
     built_in = set(indicators) | {"return_1d"}
     clash = [c for c in user_factors if c in built_in]
@@ -436,6 +440,7 @@ def prepare_validated(bars: pd.DataFrame, *, splits: dict | None = None, indicat
         mean, std = check_feature_stats(feature_stats, feature_names)
     else:
         train_start, train_stop = positions["train"]
+        factor_warnings = check_factors(rows, user_factors, dates[train_start], dates[train_stop - 1])
         train_values = raw_features[train_start:train_stop][traded[train_start:train_stop]]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -460,6 +465,7 @@ def prepare_validated(bars: pd.DataFrame, *, splits: dict | None = None, indicat
         "feature_stats_from": "given" if feature_stats is not None else "train split",
         "indicators": list(indicators),
         "user_factors": user_factors,
+        "factor_warnings": factor_warnings if feature_stats is None else [],
     }
     as_tensor = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=torch.float64)  # noqa: E731
     everything = MarketData(

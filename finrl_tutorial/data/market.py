@@ -12,6 +12,12 @@ _ARRAY_FIELDS = ("open", "high", "low", "close", "volume", "pre_close", "split_r
                  "up_limit", "down_limit", "tradable", "features")
 
 
+def days_between(dates, start, end) -> np.ndarray:
+    """Positions of the days with ``start <= date <= end`` on the calendar ``dates`` (inclusive)."""
+    dates = pd.DatetimeIndex(dates)
+    return np.flatnonzero((dates >= pd.Timestamp(start)) & (dates <= pd.Timestamp(end)))
+
+
 @dataclass
 class MarketData:
     """A cleaned market on a trading calendar, as tensors.
@@ -103,8 +109,7 @@ class MarketData:
 
     def between(self, start, end) -> "MarketData":
         """Days with ``start <= date <= end`` (inclusive; dates as strings or timestamps)."""
-        dates = pd.DatetimeIndex(self.dates)
-        inside = np.flatnonzero((dates >= pd.Timestamp(start)) & (dates <= pd.Timestamp(end)))
+        inside = days_between(self.dates, start, end)
         if len(inside) < 2:
             raise ValueError(f"fewer than 2 trading days between {start} and {end} "
                              f"(data covers {self.first_date} .. {self.last_date})")
