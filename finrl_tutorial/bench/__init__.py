@@ -1,4 +1,4 @@
-"""Benchmarks: ``python -m finrl_tutorial bench env|train|scale|gpu|peers|learn``, one JSON line per run.
+"""Benchmarks: ``python -m finrl_tutorial bench env|train|scale|gpu|peers|learn|sweep|walkforward``, one JSON line per run.
 
 Speed is measured here, never in unit tests. Every record carries the machine and the date
 (`machine`, from `finrl_tutorial.provenance`) so a number can be traced to where it was measured.
@@ -13,7 +13,7 @@ import torch
 
 from ..provenance import machine
 from .common import market_with_stocks, timed
-from . import env, gpu, learn, peers, scale, sweep, train
+from . import env, gpu, learn, peers, scale, sweep, train, walkforward
 from .env import measure_env
 from .train import measure_loop
 from .report import (env_throughput_table, full_run_commentary, gpu_summary, loop_cost_lines, peer_ratio_table,
@@ -22,7 +22,8 @@ from .report import (env_throughput_table, full_run_commentary, gpu_summary, loo
 from .sweep import (along_the_curve, default_variants, describe, factor_bars, log_volume_ratio, plot_sweep,  # chapters 2, 7
                     run_sweep, summary_table, sweep_caption)
 
-KINDS = {"env": env, "train": train, "scale": scale, "gpu": gpu, "peers": peers, "learn": learn, "sweep": sweep}
+KINDS = {"env": env, "train": train, "scale": scale, "gpu": gpu, "peers": peers, "learn": learn, "sweep": sweep,
+         "walkforward": walkforward}
 """``bench <kind>`` → the module that measures it."""
 
 
