@@ -2,6 +2,7 @@
 on cases whose answer is known (pure noise, one real edge, hand-built matrices) and on invariants."""
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -176,3 +177,63 @@ def test_selection_overfitting_joins_both():
     assert normal["deflated"]["sharpe"] == max(trial) and normal["deflated"]["kurtosis"] == 3.0
     with pytest.raises(ValueError):
         M.selection_overfitting(trial, 200, returns=returns)
+
+
+# --------------------------------------------------------------------------- the sweep's selection
+
+
+def fake_sweep_runs(rng, returns: bool = True, days: int = 120) -> list[dict]:
+    """Sweep run records: 2 variants x 3 seeds x 4 validations on the sample (one market for all
+    seeds) and on synthetic markets (one per seed); one checkpoint has a real edge."""
+    runs = []
+    for market in ("sample", "synthetic"):
+        for variant in ("base", "batch_size=256"):
+            for seed in range(3):
+                evaluations = []
+                for k in range(4):
+                    r = rng.normal(0.0, DAILY_SD, days - 1)
+                    if (market, variant, seed, k) == ("sample", "batch_size=256", 1, 2):
+                        r += 0.4 * DAILY_SD
+                    evaluations.append({"iteration": k, "env_steps": 100 * (k + 1),
+                                        "valid_sharpe": M.return_moments(r)["sharpe"]}
+                                       | ({"valid_returns": r.tolist()} if returns else {}))
+                runs.append({"market": market, "variant": variant, "seed": seed, "valid_days": days,
+                             "buy_and_hold_valid_sharpe": 0.0, "evaluations": evaluations})
+    return runs
+
+
+def test_the_sweep_reports_its_selection_per_market():
+    from finrl_tutorial.bench.sweep import overfitting
+
+    entries = overfitting(fake_sweep_runs(np.random.default_rng(9)), slices=4)
+    assert [(e["market"], e["market_seed"]) for e in entries] == [("sample", None), ("synthetic", 0),
+                                                                  ("synthetic", 1), ("synthetic", 2)]
+    sample = entries[0]
+    assert sample["trials"] == 24 and sample["runs"] == 6 and sample["days"] == 119
+    assert sample["selected"] == {"variant": "batch_size=256", "seed": 1, "iteration": 2, "env_steps": 300,
+                                  "valid_sharpe": sample["deflated"]["sharpe"]}
+    assert sample["moments"] == "measured" and sample["pbo"]["combinations"] == 6 and sample["pbo"]["pbo"] < 0.2
+    assert sample["deflated_one_trial_per_run"]["trials"] == 6
+    assert sample["deflated_one_trial_per_run"]["deflated_sharpe"] >= sample["deflated"]["deflated_sharpe"]
+    assert all(e["trials"] == 8 for e in entries[1:])
+    old = overfitting(fake_sweep_runs(np.random.default_rng(9), returns=False), slices=4)[0]
+    assert old["pbo"] is None and "pbo_missing" in old and old["moments"] == "assumed normal"
+    assert old["deflated"]["sharpe"] == sample["deflated"]["sharpe"]
+
+
+def test_summarize_recomputes_a_sweep_record_without_training(tmp_path):
+    from finrl_tutorial.cli import main
+
+    runs = fake_sweep_runs(np.random.default_rng(10))
+    for run in runs:
+        run |= {"final_valid_sharpe": run["evaluations"][-1]["valid_sharpe"], "wall_seconds": 1.0,
+                "best_valid_sharpe": max(e["valid_sharpe"] for e in run["evaluations"]), "approx_kl_mean": 0.0,
+                "clip_fraction_mean": 0.0}
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps({"bench": "sweep", "base_variant": "base", "date": "2026-12-01T12:00:00+00:00",
+                                "machine": {"cpu_count": 2}, "command": "the sweep", "runs": runs, "summary": []}))
+    assert main(["bench", "sweep", "--summarize", str(path), "--out", str(path)]) == 0
+    record = json.loads(path.read_text())
+    assert record["runs"] == runs and record["date"] == "2026-12-01T12:00:00+00:00" and record["command"] == "the sweep"
+    assert len(record["summary"]) == 4 and len(record["overfitting"]) == 4
+    assert record["summarized"]["command"].startswith("python -m finrl_tutorial bench sweep --summarize")

@@ -28,13 +28,15 @@ first day (the day from a year's last close to the next year's first close belon
 Writes one JSON record (``--out``, atomically, rewritten after every finished run so an
 interrupted walk-forward keeps what it measured; ``--resume`` keeps the runs already in it) with
 every run's daily test wealth, so the summary can be recomputed (``--summarize``), and its figure
-(`plot_walkforward`) beside it as PNG.
+(`plot_walkforward`) beside it as PNG. ``--merge A.json B.json --out C.json`` joins test years run
+in separate processes (same settings).
 """
 from __future__ import annotations
 
 import datetime
 import json
 import os
+import shlex
 import statistics
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -290,6 +292,40 @@ def resummarize(path, out, command: str | None = None) -> dict:
     return record
 
 
+SAME_SETTINGS = ("data", "valid_months", "total_steps", "eval_every", "config")
+"""Header fields two walk-forward records must share to be merged (else their runs are not comparable)."""
+
+
+def merge_records(paths: list, out, command: str | None = None) -> dict:
+    """One record from walk-forward records of the same settings (`SAME_SETTINGS`), e.g. test years
+    run in separate processes: the union of their runs (a year and seed present twice is kept once,
+    from the first file) and folds, the summary recomputed; the parts' commands, dates, machines
+    and load averages are kept under ``merged_from``."""
+    records = [_read_record(path) for path in paths]
+    first = records[0]
+    for path, record in zip(paths[1:], records[1:]):
+        differ = [key for key in SAME_SETTINGS if record.get(key) != first.get(key)]
+        if differ:
+            raise InputError(f"{path} was made with other settings than {paths[0]} ({', '.join(differ)}): "
+                             "only parts of the same walk-forward can be merged")
+    runs, seen, folds = [], set(), {}
+    for record in records:
+        folds |= {fold["year"]: fold for fold in record["folds"]}
+        for run in record["runs"]:
+            if (run["year"], run["seed"]) not in seen:
+                seen.add((run["year"], run["seed"]))
+                runs.append(run)
+    header = {key: first[key] for key in ("bench", "source", *SAME_SETTINGS)} | {
+        "command": command, "folds": [folds[year] for year in sorted(folds)],
+        "seeds": sorted({run["seed"] for run in runs}),
+        "merged_from": [{key: record.get(key) for key in ("command", "started", "date", "machine", "loadavg_start",
+                                                          "loadavg_end")} | {"runs": len(record["runs"])}
+                        for record in records]}
+    record = write_record(Path(out), header, runs)
+    plot_walkforward(record, Path(out).with_suffix(".png"))
+    return record
+
+
 def add_arguments(kinds) -> None:
     parser = kinds.add_parser("walkforward", help="walk-forward on real data: train before each test year, "
                                                   "select on the months before it, test on it")
@@ -306,12 +342,22 @@ def add_arguments(kinds) -> None:
     parser.add_argument("--resume", action="store_true", help="keep the runs already in --out, run the rest")
     parser.add_argument("--summarize", default=None, metavar="WALKFORWARD_JSON",
                         help="train nothing: recompute the summary of a record into --out")
+    parser.add_argument("--merge", nargs="+", default=None, metavar="WALKFORWARD_JSON",
+                        help="train nothing: merge walk-forward records made with the same settings into --out")
     parser.add_argument("--threads", type=int, default=1)
 
 
 def run(args):
+    if args.merge:
+        record = merge_records(args.merge, args.out, explicit_command(args, add_arguments))
+        yield from record["summary"]["years"]
+        if "pooled" in record["summary"]:
+            yield {"pooled": True} | record["summary"]["pooled"]
+        return
     if args.summarize:
-        record = resummarize(args.summarize, args.out, explicit_command(args, add_arguments))
+        record = resummarize(args.summarize, args.out, shlex.join(["python", "-m", "finrl_tutorial", "bench", "walkforward",
+                                                                   "--summarize", str(args.summarize),
+                                                                   "--out", str(args.out)]))
         yield from record["summary"]["years"]
         return
     for name in ("seeds", "jobs", "threads", "total_steps", "eval_every", "min_train_days"):
