@@ -102,27 +102,27 @@ def test_chain_compounds_consecutive_periods():
 
 
 def test_bench_walkforward_end_to_end(tmp_path, capsys):
-    """Two test years, two seeds, a tiny budget on three sample stocks: the record holds every
+    """Two test years, one seed, a tiny budget on three sample stocks: the record holds every
     run, every policy per year and the intervals per year and pooled; --merge of its parts and
     --summarize give the same summary back."""
     bars = load_sample()
     bars[bars["tic"].isin(TICKERS) & (bars["date"] >= "2016-01-01")].to_csv(tmp_path / "bars.csv", index=False)
     out = tmp_path / "wf.json"
     code = cli.main(["bench", "walkforward", "--data", str(tmp_path / "bars.csv"), "--years", "2018", "2019",
-                     "--seeds", "2", "--total-steps", "4096", "--eval-every", "1", "--out", str(out)])
+                     "--seeds", "1", "--total-steps", "4096", "--eval-every", "1", "--out", str(out)])
     assert code == 0
     record = json.loads(out.read_text())
     assert out.with_suffix(".png").stat().st_size > 0
-    assert sorted((r["year"], r["seed"]) for r in record["runs"]) == [(2018, 0), (2018, 1), (2019, 0), (2019, 1)]
+    assert sorted((r["year"], r["seed"]) for r in record["runs"]) == [(2018, 0), (2019, 0)]
     assert record["loadavg_start"] and record["machine"]["cpu_count"] >= 1 and "--years 2018 2019" in record["command"]
     years = record["summary"]["years"]
     assert [row["year"] for row in years] == [2018, 2019]
     for row in years:
         assert row["splits"]["valid"][1] < row["splits"]["test"][0]
-        assert row["agent"]["sharpe_ratio"]["values"] and row["equal_shares_buy_and_hold"]["sharpe_ratio"]["std"] == 0
+        assert len(row["agent"]["sharpe_ratio"]["values"]) == 1 and row["days"]["test"] > 200
         for name in ("agent_vs_equal_weight", "agent_vs_equal_shares", "untrained_vs_equal_weight"):
             ci = row["intervals"][name]
-            assert ci["low"] <= ci["difference"] <= ci["high"] and ci["curves"] == 2
+            assert ci["low"] <= ci["difference"] <= ci["high"] and ci["curves"] == 1
     pooled = record["summary"]["pooled"]
     assert pooled["years"] == [2018, 2019] and pooled["days"] == sum(r["days"]["test"] - 1 for r in years)
     for year in (2018, 2019):
