@@ -34,7 +34,6 @@ import datetime
 import json
 import math
 import statistics
-import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -53,8 +52,8 @@ from ..data.synthetic import SyntheticSpec, make_synthetic
 from ..envs import EnvConfig
 from ..errors import InputError
 from ..provenance import machine
-from ..training import initial_agent, train
-from .common import explicit_command
+from ..training import initial_agent
+from .common import explicit_command, train_and_follow
 from .learn import DEFAULT_STRENGTHS, capture
 
 KNOBS = ("batch_size", "horizon_len", "repeat_times")
@@ -173,22 +172,17 @@ def run_one(market_name: str, variant: str, change: dict, seed: int, total_steps
               "rollout_size": config.rollout_size, "iterations": config.iterations, "eval_every": every,
               "buy_and_hold_valid_sharpe": hold_valid.metrics()["sharpe_ratio"]}
     final: dict = {}
-    evaluations_seen: list[dict] = []
 
     def follow(event: dict) -> None:
-        metrics = event["metrics"]
-        evaluations_seen.append({"iteration": event["iteration"], "env_steps": event["env_steps"],
-                                 "valid_sharpe": metrics["sharpe_ratio"],
-                                 "valid_return": metrics["cumulative_return"]})
         if event["iteration"] == config.iterations - 1 and synthetic is not None:
             final["policy_valid"] = run_policy(agent_policy(event["agent"]), prepared.valid, env_config)
 
     untrained = initial_agent(prepared.train, config, env_config)
     record["untrained_valid_sharpe"] = run_policy(agent_policy(untrained), prepared.valid,
                                                   env_config).metrics()["sharpe_ratio"]
-    started = time.perf_counter()
-    result = train(prepared, config, env_config, eval_every=every, progress=False, on_evaluation=follow)
-    record["wall_seconds"] = time.perf_counter() - started
+    run = train_and_follow(prepared, config, env_config, eval_every=every, on_candidate=follow)
+    result, evaluations_seen = run.result, run.evaluations
+    record["wall_seconds"] = run.wall_seconds
     log = result.log
     record["env_steps"] = result.env_steps
     record["evaluations"] = evaluations_seen
