@@ -193,14 +193,14 @@ class MeanVariancePolicy(_DailyRule):
         self.stocks = stocks
         self.solver = osqp.OSQP()
         self.solver.setup(P=sparse.triu(objective, format="csc"), q=self.linear, A=constraints, l=self.lower,
-                          u=self.upper, verbose=False, eps_abs=1e-6, eps_rel=1e-6, max_iter=10_000, polish=True)
+                          u=self.upper, verbose=False, eps_abs=1e-6, eps_rel=1e-6, max_iter=10_000, polishing=True)
 
     def target(self, expected: np.ndarray, held: np.ndarray) -> np.ndarray:
         self.linear[:self.stocks] = -expected
         self.lower[:self.stocks] = held
         self.upper[:self.stocks] = held
         self.solver.update(q=self.linear, l=self.lower, u=self.upper)
-        solution = self.solver.solve()
+        solution = self.solver.solve(raise_error=False)  # a failed day keeps what is held (below)
         if solution.x is None or not np.all(np.isfinite(solution.x)):
             return held  # no solution this day: keep what is held
         weights = np.clip(solution.x[:self.stocks], 0.0, None)

@@ -1,23 +1,35 @@
 """Learning benchmark: does the learner capture an edge that is there?
 
 ``python -m finrl_tutorial bench learn`` trains on synthetic markets with a planted edge
-(`finrl_tutorial.data.synthetic`): every signal family at its strength (information coefficient),
-K seeds each — seed k builds market k *and* seeds the learner, so no two runs share a market.
-The yardstick is the **fraction of the oracle's excess return captured** on the untouched test
-split, with full costs:
+(`finrl_tutorial.data.synthetic`): every signal family at its strengths (information coefficient,
+``--ic``), every universe size (``--stocks``), K seeds each — seed k builds market k *and* seeds
+the learner, so no two runs share a market. The yardstick is the **fraction of an oracle's excess
+return over buy-and-hold captured** on the untouched test split, with full costs:
 
-    capture = (R_agent − R_buy&hold) / (R_oracle − R_buy&hold),   R = cumulative test return.
+    capture = (R_agent − R_buy&hold) / (R_oracle − R_buy&hold),   R = cumulative test return,
+
+against two oracles side by side: the *simple* oracle (equal weight in every stock whose expected
+return is >= 0: a learner can beat it) and the *informed* oracle, the best on validation of a
+family of rules that know the truth and trade with full costs (top-k with a holding band,
+mean-variance with a turnover penalty; `finrl_tutorial.backtest.oracle.informed_oracle`): a
+ceiling in practice, so its capture is expected to stay below 1.
 
 The learning curve is read off one run per case: every validation of the trainer is a candidate
 checkpoint; at a budget of B env steps the checkpoint reported is the one with the best
 *validation* Sharpe among the candidates seen by then (``select="best"``) or the latest one
 (``select="last"``). The test split chooses nothing. (The learning rate anneals over the whole
 run, so a point at B < the largest budget is not the same as a run of budget B.) Budget 0 is the
-untrained policy. ``--sb3-steps`` adds stable-baselines3's PPO with its defaults on the single
-`StockTradingEnv`, same market and seed, when it is installed.
+untrained policy. Each candidate also carries the paired block-bootstrap interval of its test
+Sharpe minus buy-and-hold's (`finrl_tutorial.metrics.sharpe_difference_ci`) and the training
+seconds it took to reach it; the summary counts the markets where the agent beats buy-and-hold by
+that interval, names the smallest ic at which it does in every market of a size
+(`smallest_beating_ic`) and gives the informed capture per minute of training. ``--sb3-steps``
+adds stable-baselines3's PPO with its defaults on the single `StockTradingEnv`, same market and
+seed, when it is installed.
 
-Writes ``learn.json`` (every case, every candidate, and the summary) and ``learn.png`` to
-``--out``, and one JSON line per case (then one per summary row) on stdout.
+Writes ``learn.json`` (every case, every candidate, and the summary; rewritten after every case)
+and ``learn.png`` to ``--out``, and one JSON line per case (then one per summary row) on stdout.
+``--merge`` joins records (and gives a case from an older record its informed oracle).
 """
 from __future__ import annotations
 
