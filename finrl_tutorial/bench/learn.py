@@ -150,10 +150,11 @@ def informed_case(synthetic, env_config: EnvConfig | None = None) -> dict:
     test = synthetic.market.test
     record = chosen.record(synthetic, "test", env_config)
     baseline = buy_and_hold_baseline(test, env_config)
-    return {"rule": chosen.rule.name, "kind": chosen.rule.kind, "valid_excess": chosen.valid_excess,
+    return {"rule": chosen.rule.name, "kind": chosen.rule.kind, "criterion": chosen.criterion,
+            "valid_excess": chosen.valid_excess, "valid_sharpe": chosen.sharpes[chosen.rule.name],
             "test_excess": excess_return(record, baseline), "test_sharpe": record.metrics()["sharpe_ratio"],
             "test_turnover": record.metrics()["turnover"], "best_of_kind": chosen.best_of_kind,
-            "valid_scores": chosen.scores, "seconds": time.perf_counter() - started}
+            "valid_scores": chosen.scores, "valid_sharpes": chosen.sharpes, "seconds": time.perf_counter() - started}
 
 
 def _sb3_case(market, env_config, steps: int, seed: int, test_result) -> dict:
