@@ -144,7 +144,8 @@ def test_bench_learn_runs_end_to_end_and_refuses_bad_options(tmp_path):
     assert budgets == {0, 4096, 8192}
     assert "date" in report["machine"] and (tmp_path / "out" / "learn.png").exists()
     factor = next(c for c in report["cases"] if c["family"] == "factor")
-    assert factor["informed_oracle"]["valid_excess"] >= factor["informed_oracle"]["valid_scores"]["simple"]
+    informed = factor["informed_oracle"]
+    assert informed["valid_sharpe"] == max(informed["valid_sharpes"].values()) >= informed["valid_sharpes"]["simple"]
     assert {"test_verdict", "train_seconds"} <= set(factor["candidates"][-1])
     assert report["runs"][0]["command"].startswith("python -m finrl_tutorial bench learn")
     bad = subprocess.run([*command[:5], "--set", "no_such_field=1"], capture_output=True, text=True, timeout=120)
