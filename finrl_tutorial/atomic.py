@@ -3,7 +3,8 @@
 Every file the package writes (run folders, records, figures, checkpoints, caches) goes through
 one of these: `atomic_open` underneath, and one writer per kind of file on top of it —
 `write_json`, `write_json_lines`, `write_csv`, `atomic_save` (torch), `save_figure`
-(matplotlib), `copy_file` — plus `append_open` for a log that grows row by row.
+(matplotlib), `copy_file` — plus `append_open` for a log that grows row by row and
+`written_together` for files that are one result (all renamed into place, or none).
 """
 from __future__ import annotations
 
@@ -62,11 +63,41 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs):
 def append_open(path: str | os.PathLike, **kwargs):
     """Open ``path`` to append to it (a log that grows row by row: rewriting it whole for every row
     would copy it each time); flushed to disk when the block ends, so what was appended before a
-    crash is kept. ``kwargs`` go to ``open``."""
-    with open(path, "a", **kwargs) as stream:
-        yield stream
-        stream.flush()
-        os.fsync(stream.fileno())
+    crash is kept. A block that fails (a full disk half-way through a row) is cut off again: the
+    file keeps only whole appends. ``kwargs`` go to ``open``."""
+    size = os.path.getsize(path) if os.path.exists(path) else 0
+    try:
+        with open(path, "a", **kwargs) as stream:
+            yield stream
+            stream.flush()
+            os.fsync(stream.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.truncate(path, size)
+        raise
+
+
+@contextlib.contextmanager
+def written_together(*paths: str | os.PathLike):
+    """Temporary paths beside ``paths`` (each keeps its extension) for files that belong together
+    (a backtest's JSON and its plot): when the block succeeds all are renamed into place; when it
+    fails none is, and the temporary files are deleted, so no result is left half-written."""
+    paths = [Path(path) for path in paths]
+    temps = []
+    for path in paths:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}")
+        os.close(handle)
+        os.chmod(temp, 0o666 & ~_umask())  # a plain open's mode, not mkstemp's private 0600
+        temps.append(Path(temp))
+    try:
+        yield temps
+        for temp, path in zip(temps, paths):
+            os.replace(temp, path)
+    finally:
+        for temp in temps:
+            with contextlib.suppress(OSError):
+                temp.unlink()
 
 
 def write_json(obj, path: str | os.PathLike) -> Path:

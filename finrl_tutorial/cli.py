@@ -5,24 +5,32 @@ Bad input ends with exit code 2 and one line on stderr naming the problem.
 from __future__ import annotations
 
 import argparse
+import ast
+import contextlib
+import errno
+import dataclasses
+import inspect
 import json
 import os
 import sys
+import textwrap
+import types
+import typing
 from pathlib import Path
 
 import pandas as pd
 import torch
 
 from . import bench, data
-from .agents import make_config
-from .atomic import write_csv, write_json
+from .agents import A2CConfig, PPOConfig, SingleProcessContext, make_config
+from .atomic import atomic_open, write_json, written_together
 from .backtest.runner import agent_policy, backtest
-from .envs import EnvConfig, shard_start_windows
-from .errors import InputError, TrainingError, one_line, require_device
-from .training import (DataParallelContext, DistributedContext, WorkerPool, agent_from_checkpoint, load_checkpoint,
-                       results_table, run_experiment, runs)
-
-FAST = os.environ.get("FINRL_TUTORIAL_FAST") == "1"
+from .envs import EnvConfig
+from .errors import (ConfigError, InputError, TrainingError, one_line, require_device,
+                     show_data_warnings_in_one_line)
+from .provenance import fast_mode
+from .training import (DataParallelContext, DistributedContext, agent_from_checkpoint, load_checkpoint, results_table,
+                       run_experiment, runs)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -51,6 +59,92 @@ def _tickers(values):
     if not values:
         return None
     return [t for value in values for t in value.split(",") if t]
+
+
+# --- options generated from the config dataclasses: one source of names, types, defaults and help ---------
+
+def field_docs(cls) -> dict[str, str]:
+    """The docstring under each field of the dataclass ``cls`` (and of the dataclasses it extends)."""
+    docs = {}
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass):
+            continue
+        body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body
+        for node, after in zip(body, body[1:]):
+            if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr)
+                    and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
+                docs[node.target.id] = " ".join(after.value.value.replace("``", "").split())
+    return docs
+
+
+def _optional(parse):
+    """``parse``, with ``none`` for None (a field typed ``X | None``)."""
+    def parse_or_none(text: str):
+        return None if text.strip().lower() == "none" else parse(text)
+    parse_or_none.__name__ = f"{parse.__name__} or none"
+    return parse_or_none
+
+
+def _option_kind(annotation) -> dict | None:
+    """argparse's type/nargs/action for a field's annotation; None for a field the command line
+    cannot give (a nested config such as ``EnvConfig.fees``)."""
+    args = typing.get_args(annotation)
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        inner = [a for a in args if a is not type(None)]
+        kind = _option_kind(inner[0]) if len(inner) == 1 else None
+        if kind is None or "type" not in kind or "nargs" in kind:
+            return None
+        return kind | {"type": _optional(kind["type"])}
+    if annotation is bool:
+        return {"action": argparse.BooleanOptionalAction}
+    if annotation in (int, float, str):
+        return {"type": annotation}
+    if typing.get_origin(annotation) is tuple and args and args[0] in (int, float):
+        return {"type": args[0], "nargs": "+"}
+    return None
+
+
+def add_config_options(parser, classes, skip=(), aliases=None) -> list[str]:
+    """One ``--field-name`` option per field of the dataclasses ``classes`` (first class first; a
+    field of a later class with the same name is left out), typed by its annotation, with its
+    docstring as help and the dataclasses' defaults shown there. An option left out stays None:
+    the config's own default then applies (A2C's differ from PPO's), and the config's own checks
+    judge every value given. Returns the destinations added."""
+    aliases = aliases or {}
+    added = []
+    for cls in classes:
+        docs, hints = field_docs(cls), typing.get_type_hints(cls)
+        for item in dataclasses.fields(cls):
+            kind = _option_kind(hints[item.name])
+            if item.name in skip or item.name in added or kind is None:
+                continue
+            values = [(klass.__name__, getattr(klass(), item.name)) for klass in _VARIANTS.get(cls, (cls,))]
+            defaults = [repr(values[0][1])] if len({repr(v) for _, v in values}) == 1 else \
+                [f"{value!r} ({name})" for name, value in values]
+            flags = [f"--{item.name.replace('_', '-')}", *aliases.get(item.name, ())]
+            parser.add_argument(*flags, dest=item.name, default=None, **kind,
+                                help=f"{docs.get(item.name, '')} (default: {', '.join(defaults)})".replace("%", "%%"))
+            added.append(item.name)
+    return added
+
+
+_VARIANTS = {PPOConfig: (PPOConfig, A2CConfig)}
+"""Configs whose defaults differ by algorithm: the help shows each one's."""
+
+
+def config_values(args, cls, skip=()) -> dict:
+    """The fields of ``cls`` given on the command line (the rest keep the config's defaults)."""
+    return {f.name: getattr(args, f.name) for f in dataclasses.fields(cls)
+            if f.name not in skip and getattr(args, f.name, None) is not None}
+
+
+def _build(flag_names, build):
+    """``build()``, with a config's complaint about a field turned into one about its option."""
+    try:
+        return build()
+    except ConfigError as error:
+        field = next((name for name in flag_names if f".{name} " in str(error) or f".{name}:" in str(error)), None)
+        raise ConfigError(f"--{field.replace('_', '-')}: {error}" if field else str(error)) from None
 
 
 def _add_data_options(parser, default="sample"):
@@ -110,22 +204,25 @@ def cmd_data(args) -> int:
     print(f"features ({len(summary['features'])}): {' '.join(summary['features'])}")
     if args.out:
         out = _output_file(args.out, args.overwrite, inputs=[args.source])
-        write_csv(prepared.full.to_frame(), out)
+        compression = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zip": "zip"}.get(out.suffix.lower())
+        with atomic_open(out, "wb") as stream:  # x.csv.gz is gzip, as its name says (read back by --data)
+            prepared.full.to_frame().to_csv(stream, index=False, compression=compression)
         print(f"saved the cleaned frame to {out}")
     return 0
 
 
+FAST_TOTAL_STEPS = 8192
+"""``--total-steps`` when ``FINRL_TUTORIAL_FAST`` is on and the option is not given."""
+
+
 def _configs(args):
-    overrides = {k: v for k, v in {
-        "total_steps": args.total_steps, "num_envs": args.num_envs, "horizon_len": args.horizon_len,
-        "batch_size": args.batch_size, "repeat_times": args.repeat_times, "learning_rate": args.lr,
-        "network": args.network,
-        "seed": args.seed, "device": args.device,
-    }.items() if v is not None}
-    if FAST:
-        overrides.setdefault("total_steps", 8192)
-    config = make_config(args.algo, **overrides)
-    env_config = EnvConfig(execution=args.execution, action_mode=args.action_mode, episode_days=args.episode_days)
+    """The agent's and the env's configs from the options generated from their fields."""
+    overrides = config_values(args, PPOConfig, skip=("algo",))
+    if fast_mode():
+        overrides.setdefault("total_steps", FAST_TOTAL_STEPS)
+    names = [f.name for f in dataclasses.fields(PPOConfig)] + [f.name for f in dataclasses.fields(EnvConfig)]
+    config = _build(names, lambda: make_config(args.algo, **overrides))
+    env_config = _build(names, lambda: EnvConfig(**config_values(args, EnvConfig)))
     return config, env_config
 
 
@@ -146,13 +243,14 @@ def _run_folder(args) -> Path:
 
 
 def _learner_context(args, config):
-    """The `LearnerContext` the options ask for: DDP (``--ddp``, under torchrun), DataParallel
-    (``--data-parallel``) or None (train's default, this process)."""
+    """The `LearnerContext` the options ask for, resolved before the data is loaded (a wrong
+    device is one line at once): DDP (``--ddp``, under torchrun), DataParallel
+    (``--data-parallel``) or this process on ``--device``."""
     if args.ddp:
         return DistributedContext.from_env(device=args.device)
     if args.data_parallel:
         return DataParallelContext(device=config.device)
-    return None
+    return SingleProcessContext(require_device(config.device))
 
 
 def cmd_train(args) -> int:
@@ -160,30 +258,16 @@ def cmd_train(args) -> int:
         raise InputError("--ddp and --data-parallel exclude each other: DDP runs one process per device "
                          "(launch with torchrun), DataParallel one process over all GPUs; choose one")
     torch.set_num_threads(args.threads)
-    if args.ddp and args.data_parallel:
-        raise InputError("--ddp and --data-parallel exclude each other: DDP runs one process per device, "
-                         "DataParallel splits one process's update over the GPUs; choose one")
-    if args.device is not None and not args.ddp:
-        require_device(args.device)  # before the data is loaded: a wrong device is one line at once
     config, env_config = _configs(args)
-    distributed = _learner_context(args, config)
-    prepared = _load(args)
-    pool_factory = None
-    if args.workers:
-        window = None
-        if distributed is not None and distributed.world_size > 1:  # each rank's workers share its shard
-            window = shard_start_windows(prepared.train.num_days, distributed.world_size)[distributed.rank]
-        pool_factory = lambda seed: WorkerPool(prepared.train, config, env_config,  # noqa: E731
-                                               num_workers=args.workers, seed=seed, start_window=window)
-    out = _run_folder(args)
+    context = _learner_context(args, config)
     try:
+        prepared = _load(args)
+        out = _run_folder(args)
         report = run_experiment(prepared, config, env_config, out_dir=out, seeds=args.seeds,
-                                eval_every=args.eval_every, progress=not args.no_progress,
-                                worker_pool_factory=pool_factory, distributed=distributed,
-                                resume=args.resume, overwrite=args.overwrite)
+                                eval_every=args.eval_every, progress=not args.no_progress, workers=args.workers,
+                                distributed=context, resume=args.resume, overwrite=args.overwrite)
     finally:
-        if distributed is not None:
-            distributed.close()
+        context.close()
     if report:
         with pd.option_context("display.width", 160, "display.float_format", "{:.4f}".format):
             print(f"\nTest split {report['data']['test'][0]}..{report['data']['test'][1]}, "
@@ -200,14 +284,18 @@ def cmd_train(args) -> int:
     return 0
 
 
+BACKTEST_FILES = ("backtest.json", "equity.png")
+
+
 def cmd_backtest(args) -> int:
-    out = Path(args.out) if args.out else None
-    if out is not None:  # refuse before the work, and never replace an earlier backtest silently
-        runs.check_target(out)
-        taken = [name for name in ("backtest.json", "equity.png") if (out / name).exists()]
-        if taken and not args.overwrite:
-            raise InputError(f"{out} already holds a backtest ({', '.join(taken)}): pass --overwrite to replace it, "
-                             "or choose another --out")
+    # the --out folder is claimed before the work (locked: a second backtest there waits for none and is
+    # refused), never a training run's folder, and an earlier backtest is replaced only with --overwrite
+    with (runs.claim_output(args.out, BACKTEST_FILES, overwrite=args.overwrite) if args.out
+          else contextlib.nullcontext()) as out:
+        return _backtest(args, out)
+
+
+def _backtest(args, out: Path | None) -> int:
     state = load_checkpoint(args.checkpoint)
     agent, _, env_config = agent_from_checkpoint(state)
     options = {}
@@ -228,11 +316,11 @@ def cmd_backtest(args) -> int:
         raise InputError(f"the checkpoint was trained on features {state['feature_names']}, "
                          f"but the data has {market.feature_names}")
     result = backtest(agent_policy(agent), market, env_config, benchmark=prepared.benchmark)
-    if out is not None:  # written before printing: a closed stdout cannot lose them
-        write_json({"checkpoint": str(args.checkpoint), "split": args.split,
-                    "dates": [market.first_date, market.last_date], "metrics": result.metrics},
-                   out / "backtest.json")
-        result.plot(path=out / "equity.png", title=f"{args.split} split")
+    if out is not None:  # written before printing (a closed stdout cannot lose them), both or neither
+        with written_together(*(out / name for name in BACKTEST_FILES)) as (json_path, plot_path):
+            write_json({"checkpoint": str(args.checkpoint), "split": args.split,
+                        "dates": [market.first_date, market.last_date], "metrics": result.metrics}, json_path)
+            result.plot(path=plot_path, title=f"{args.split} split")
     with pd.option_context("display.width", 160, "display.float_format", "{:.4f}".format):
         print(f"{args.split} split {market.first_date}..{market.last_date}")
         print(result.table().to_string())
@@ -242,8 +330,10 @@ def cmd_backtest(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    for record in bench.run(args):
-        print(json.dumps(record), flush=True)
+    out = getattr(args, "out", None)  # a benchmark's --out file: one writer at a time
+    with runs.file_lock(out) if out else contextlib.nullcontext():
+        for record in bench.run(args):
+            print(json.dumps(record), flush=True)
     return 0
 
 
@@ -260,25 +350,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = commands.add_parser("train", help="train an agent, backtest it against baselines, write a report")
     _add_data_options(train)
-    train.add_argument("--algo", choices=("ppo", "a2c"), default="ppo")
-    train.add_argument("--total-steps", type=_int_at_least(1), help="env steps per seed (default: the config's)")
-    train.add_argument("--num-envs", type=_int_at_least(1))
-    train.add_argument("--horizon-len", type=_int_at_least(1))
-    train.add_argument("--batch-size", type=_int_at_least(1))
-    train.add_argument("--repeat-times", type=_int_at_least(1))
-    train.add_argument("--lr", type=float)
-    train.add_argument("--device", default=None, help="cpu | cuda | cuda:1 …")
-    train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--seeds", type=_int_at_least(1), default=1, help="train this many seeds and report mean ± std")
-    train.add_argument("--execution", choices=("open", "close"), default="open")
-    train.add_argument("--action-mode", choices=("weights", "shares"), default="weights",
-                       help="weights: target portfolio (default); shares: ±max_lots lots per stock (FinRL-style)")
-    train.add_argument("--network", choices=("stockwise", "mlp"),
-                       help="stockwise: one network shared by all stocks (default); mlp: one flat MLP")
-    train.add_argument("--episode-days", type=_int_at_least(1), default=250, help="episode length in trading days")
-    train.add_argument("--eval-every", type=_int_at_least(0), default=5,
+    train.add_argument("--algo", choices=("ppo", "a2c"), default="ppo",
+                       help="ppo or a2c: which algorithm, and so which config's defaults (default: ppo)")
+    agent_options = train.add_argument_group("agent (PPOConfig / A2CConfig fields)")
+    add_config_options(agent_options, [PPOConfig], skip=("algo",), aliases={"learning_rate": ("--lr",)})
+    env_options = train.add_argument_group("environment (EnvConfig fields)")
+    add_config_options(env_options, [EnvConfig])
+    job = inspect.signature(run_experiment).parameters  # the main job's own defaults
+    train.add_argument("--seeds", type=_int_at_least(1), default=job["seeds"].default,
+                       help="train this many seeds and report mean ± std")
+    train.add_argument("--eval-every", type=_int_at_least(0), default=job["eval_every"].default,
                        help="validate (and checkpoint) every K iterations; 0: never validate, keep the final weights")
-    train.add_argument("--workers", type=_int_at_least(0), default=0,
+    train.add_argument("--workers", type=_int_at_least(0), default=job["workers"].default,
                        help="collect with N worker processes (the update then runs on N threads: "
                             "the workers' cores, idle while it runs)")
     train.add_argument("--ddp", action="store_true", help="DistributedDataParallel (launch with torchrun)")
@@ -309,7 +392,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_MACHINE_FAULTS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS}
+"""OS errors that are the machine's state (a full disk, a read-only or forbidden place): one line."""
+
+
 def main(argv=None) -> int:
+    show_data_warnings_in_one_line()
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
@@ -322,6 +410,13 @@ def main(argv=None) -> int:
     except BrokenPipeError:  # stdout closed early (`… | head`): not an error of the run
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as error:  # the machine's fault, not the package's: one line (the writes left nothing half-done)
+        if error.errno not in _MACHINE_FAULTS:
+            raise
+        where = f" ({error.filename})" if error.filename else ""
+        print(f"error: {one_line(error.strerror or str(error))}{where}: free some space or fix the permissions, "
+              "or write somewhere else (--out)", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

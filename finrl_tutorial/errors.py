@@ -8,8 +8,12 @@ traceback. `InputError` subclasses `ValueError`, so code that catches ``ValueErr
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import numbers
+import sys
+import warnings
 
 import torch
 
@@ -26,6 +30,11 @@ class RunFolderError(InputError):
     """A run folder cannot be used: it holds another run, is locked, or cannot be written."""
 
 
+class DataWarning(UserWarning):
+    """Input that is legal but probably wrong (a factor that looks ahead, prices off the 0.01
+    tick): the run goes on, and the message says what looks wrong and what to check."""
+
+
 class TrainingError(RuntimeError):
     """Training cannot go on (e.g. a non-finite loss); the message says what was kept."""
 
@@ -39,6 +48,21 @@ def one_line(problem: BaseException | str, secret: str | None = None, limit: int
     if secret:
         text = text.replace(secret, "***")
     return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."
+
+
+def show_data_warnings_in_one_line() -> None:
+    """Print each `DataWarning` as ``warning: <message>`` on one line of stderr (the command line's
+    form) instead of Python's file-and-line form; other warnings are shown as before."""
+    original = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, DataWarning):
+            print("warning: " + one_line(str(message)), file=file or sys.stderr)
+        else:
+            original(message, category, filename, lineno, file, line)
+
+    if getattr(original, "__name__", "") != "show":
+        warnings.showwarning = show
 
 
 def _is_int(value) -> bool:
@@ -70,6 +94,39 @@ def check_real(owner: str, name: str, value, *, low: float | None = None, high: 
     if high is not None and (value >= high if high_open else value > high):
         raise ConfigError(f"{owner}.{name} must be {'<' if high_open else '<='} {high}, got {value}")
     return float(value)
+
+
+def check_positive(owner: str, name: str, value, allow_inf: bool = False) -> float:
+    """``value`` must be a real number > 0 (not NaN, not a string; ``inf`` only if ``allow_inf``)."""
+    if not _is_real(value) or math.isnan(value) or (math.isinf(value) and not allow_inf):
+        kind = "a number > 0 (inf: no limit)" if allow_inf else "a finite number > 0"
+        raise ConfigError(f"{owner}.{name} must be {kind}, got {value!r}")
+    if value <= 0:
+        raise ConfigError(f"{owner}.{name} must be > 0{' (inf: no limit)' if allow_inf else ''}, got {value}")
+    return float(value)
+
+
+def strict_fields(cls):
+    """Make a dataclass's constructor refuse an unknown field, too many positional values or a
+    field given twice with a `ConfigError` naming the fields (the generated ``__init__`` raises a
+    bare ``TypeError``). ``dataclasses.replace`` goes through it too."""
+    init = cls.__init__
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        names = [f.name for f in dataclasses.fields(cls) if f.init]
+        unknown = sorted(set(kwargs) - set(names))
+        if unknown:
+            raise ConfigError(f"{cls.__name__} has no field(s) {', '.join(unknown)} (its fields: {', '.join(names)})")
+        if len(args) > len(names):
+            raise ConfigError(f"{cls.__name__} takes at most {len(names)} values, got {len(args)}")
+        twice = sorted(set(names[:len(args)]) & set(kwargs))
+        if twice:
+            raise ConfigError(f"{cls.__name__} got field(s) {', '.join(twice)} twice (by position and by name)")
+        init(self, *args, **kwargs)
+
+    cls.__init__ = __init__
+    return cls
 
 
 def check_bool(owner: str, name: str, value) -> bool:

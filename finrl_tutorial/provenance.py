@@ -7,6 +7,8 @@ import platform
 
 import torch
 
+from .errors import InputError
+
 
 def machine() -> dict:
     """Where a figure was measured: UTC date, CPU count, platform, torch version and threads, GPU."""
@@ -16,3 +18,21 @@ def machine() -> dict:
     if torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(0)
     return info
+
+
+FAST_VARIABLE = "FINRL_TUTORIAL_FAST"
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+
+
+def fast_mode(environ=None) -> bool:
+    """Whether ``FINRL_TUTORIAL_FAST`` asks for fast mode (the small budgets CI runs): the one parser
+    of the variable, for the command line and the book alike. ``1``/``true``/``yes``/``on`` (any
+    case) mean yes; unset, empty, ``0``/``false``/``no``/``off`` mean no; anything else is refused
+    in one line rather than guessed."""
+    value = (os.environ if environ is None else environ).get(FAST_VARIABLE, "").strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise InputError(f"{FAST_VARIABLE}={value!r} is neither on (1, true, yes) nor off (0, false, no, or unset): "
+                     f"set {FAST_VARIABLE}=1 or unset it")

@@ -7,6 +7,9 @@ synchronisation and no data-dependent shapes.
 """
 from __future__ import annotations
 
+import functools
+import re
+import warnings
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -84,34 +87,111 @@ LOT_RULES = {
 """
 
 
-def board_of(ticker: str) -> str:
-    """Board of a tushare-style code: 'main', 'chinext', 'star' or 'bse'.
+_STOCK_PREFIXES = {
+    "SH": (("600", "main"), ("601", "main"), ("603", "main"), ("605", "main"), ("688", "star"), ("689", "star")),
+    "SZ": (("000", "main"), ("001", "main"), ("002", "main"), ("003", "main"), ("300", "chinext"),
+           ("301", "chinext"), ("302", "chinext")),
+    "BJ": (("43", "bse"), ("83", "bse"), ("87", "bse"), ("88", "bse"), ("920", "bse")),
+}
+"""A-share stock code ranges by exchange and their boards (SSE, SZSE and BSE code plans): Shanghai
+600/601/603/605 main board, 688 STAR shares and 689 STAR depositary receipts (CDRs); Shenzhen
+000/001/002/003 main board (002 was the SME board, merged into the main board in 2021 with the
+same ±10 %), 300/301/302 ChiNext; Beijing 43x/83x/87x/88x (codes moved over from the NEEQ) and
+920 (new codes from 2024)."""
 
-    Code plans (SSE, SZSE, BSE): Shanghai 600/601/603/605 main board, 688 STAR shares and 689
-    STAR depositary receipts (CDRs); Shenzhen 000/001/002/003 main board (002 was the SME board,
-    merged into the main board in 2021 with the same ±10 %), 300/301/302 ChiNext; Beijing
-    430/83x/87x/88x (codes moved over from the NEEQ) and 920 (new codes from 2024).
-    """
-    code, _, exchange = ticker.partition(".")
-    exchange = exchange.upper()
-    if exchange == "SH" and code.startswith(("688", "689")):
-        return "star"
-    if exchange == "SZ" and code.startswith(("300", "301", "302")):
-        return "chinext"
-    if exchange == "BJ" or code.startswith(("8", "4", "920")):
-        return "bse"
+_OTHER_SECURITIES = {
+    "SH": (("900", "a Shanghai B-share (traded in US dollars)"), ("000", "a Shanghai index (e.g. 000300 CSI 300)"),
+           ("5", "a Shanghai fund (ETF/LOF, e.g. 510300)"), ("1", "a Shanghai bond or convertible"),
+           ("0", "a Shanghai bond or index code"), ("7", "a Shanghai subscription/placing code"),
+           ("2", "a Shanghai repo code")),
+    "SZ": (("200", "a Shenzhen B-share (traded in HK dollars)"), ("399", "a Shenzhen index"),
+           ("15", "a Shenzhen fund (ETF)"), ("16", "a Shenzhen fund (LOF)"), ("18", "a Shenzhen fund"),
+           ("1", "a Shenzhen bond or convertible"), ("08", "a Shenzhen placing code"),
+           ("03", "a Shenzhen warrant code")),
+}
+
+
+def _code_and_exchange(ticker) -> tuple[str, str]:
+    """Split ``600000.SH`` into ``("600000", "SH")``; a bare 6-digit code gets its exchange from its
+    leading digits (6 Shanghai; 0/2/3 Shenzhen; 4/8/92 Beijing), as the exchanges assign them."""
+    code, _, exchange = str(ticker).strip().upper().partition(".")
+    if not exchange and re.fullmatch(r"\d{6}", code):
+        exchange = ("BJ" if code.startswith(("92", "4", "8")) else "SH" if code.startswith(("6", "9", "5"))
+                    else "SZ")
+    return code, exchange
+
+
+def not_an_a_share(ticker) -> str | None:
+    """Why ``ticker`` is not an A-share stock the rules know (``None`` when it is one).
+
+    B-shares (900xxx.SH, 200xxx.SZ), funds and ETFs (5xxxxx.SH, 15/16/18xxxx.SZ), indices
+    (000xxx.SH, 399xxx.SZ), bonds, Hong Kong and foreign codes have other rules (currencies, T+0,
+    no or other price limits, other lots) and are refused by name rather than read as main-board
+    stocks."""
+    code, exchange = _code_and_exchange(ticker)
+    if exchange == "HK":
+        return "a Hong Kong code (no daily price limit, board lots set per stock, T+0)"
+    if not re.fullmatch(r"\d{6}", code):
+        return "not a 6-digit exchange code (a US or other foreign ticker, or a name)"
+    if exchange not in _STOCK_PREFIXES:
+        return f"on an exchange the rules do not cover ({exchange!r}; expected SH, SZ or BJ)"
+    if any(code.startswith(prefix) for prefix, _ in _STOCK_PREFIXES[exchange]):
+        return None
+    for prefix, kind in _OTHER_SECURITIES.get(exchange, ()):
+        if code.startswith(prefix):
+            return kind
+    return f"outside every A-share stock code range of {exchange}"
+
+
+def board_of(ticker: str) -> str:
+    """Board of an A-share code, with or without its suffix: 'main', 'chinext', 'star' or 'bse'
+    (`_STOCK_PREFIXES`; ``board_of("688001")`` is STAR). A code outside every stock range (see
+    :func:`not_an_a_share`, which the data's entry check applies first) reads as main board."""
+    code, exchange = _code_and_exchange(ticker)
+    for prefix, board in _STOCK_PREFIXES.get(exchange, ()):
+        if code.startswith(prefix):
+            return board
     return "main"
 
 
 def exchange_of(ticker: str) -> str:
     """'SH', 'SZ' or 'BJ' from the suffix (or, for a bare code, from its leading digits)."""
-    code, _, exchange = ticker.partition(".")
-    exchange = exchange.upper()
-    if exchange in ("SH", "SZ", "BJ"):
-        return exchange
-    if code.startswith(("92", "4", "8")):
-        return "BJ"
-    return "SH" if code.startswith("6") else "SZ"
+    code, exchange = _code_and_exchange(ticker)
+    return exchange if exchange in ("SH", "SZ", "BJ") else "SZ"
+
+
+CALENDAR_SOURCE = "exchange_calendars XSHG (Shanghai and Shenzhen share one holiday calendar)"
+"""Trading days of the A-share exchanges: the maintained ``exchange_calendars`` package's XSHG
+calendar (from 1991; its future years are its maintainers' announced holidays). Shenzhen
+(XSHE) and Beijing close on the same days as Shanghai."""
+
+
+@functools.lru_cache(maxsize=1)
+def _xshg():
+    import exchange_calendars  # a maintained holiday calendar, not a hand-written list
+
+    with warnings.catch_warnings():  # the package's own pandas deprecation notices
+        warnings.simplefilter("ignore")
+        return exchange_calendars.get_calendar("XSHG", start="1991-01-02")
+
+
+def exchange_sessions(start, end) -> pd.DatetimeIndex | None:
+    """A-share trading days from ``start`` to ``end`` (inclusive), clipped to the span the
+    calendar covers; None when the span lies wholly outside it."""
+    calendar = _xshg()
+    start = max(pd.Timestamp(start).normalize(), calendar.first_session.tz_localize(None))
+    end = min(pd.Timestamp(end).normalize(), calendar.last_session.tz_localize(None))
+    if start > end:
+        return None
+    return pd.DatetimeIndex(calendar.sessions_in_range(start, end)).tz_localize(None).normalize()
+
+
+def covered_by_calendar(dates) -> np.ndarray:
+    """True for each date inside the span the exchange calendar knows (see `exchange_sessions`)."""
+    calendar = _xshg()
+    dates = pd.DatetimeIndex(dates)
+    return np.asarray((dates >= calendar.first_session.tz_localize(None))
+                      & (dates <= calendar.last_session.tz_localize(None)))
 
 
 def lot_rule(ticker: str) -> LotRule:
@@ -370,14 +450,41 @@ def participation_cap(volume, max_participation: float):
     return torch.floor(volume * max_participation)
 
 
+def tick_up(price):
+    """The price rounded up to the next 0.01 tick (a buyer's fill, against the trader)."""
+    return torch.ceil(price / TICK - 1e-6) * TICK
+
+
+def tick_down(price):
+    """The price rounded down to the 0.01 tick (a seller's fill, against the trader)."""
+    return torch.floor(price / TICK + 1e-6) * TICK
+
+
+OPEN_AUCTION_SHARE = 1.0 / 48.0
+"""Share of a day's volume assumed to trade in the opening call auction (9:15-9:25) when the data
+does not give the open's own volume: one 5-minute slice of the 240-minute session (SSE/SZSE
+trading rules: continuous trading 9:30-11:30 and 13:00-15:00), i.e. 2.1 %. An assumption, not a
+measurement: daily bars do not carry the auction's volume, and the real share varies by stock
+and day; give an ``open_volume`` column (from minute or auction data) to use the real one."""
+
+ST_DAILY_BUY_CAP = 500_000.0
+"""Rule: an investor may buy at most 500,000 shares of one risk-warning (ST, *ST) stock per day,
+auction and block trades together (SSE 风险警示板 rules, 2012-2013; SZSE the same:
+投资者当日通过竞价交易和大宗交易累计买入的单只风险警示股票，数量不得超过50万股)."""
+
+
 def fill_prices(price, up_limit, down_limit, slippage: float, impact: float = 0.0, participation=0.0):
-    """Slippage: buys fill at price × (1 + s), sells at price × (1 − s), never beyond the day's
-    limits, with ``s = slippage + impact × participation²`` (participation = order / volume; the
-    quadratic term is zipline's ``VolumeShareSlippage``; default ``impact`` 0). The fixed part
-    stands for half the bid-ask spread: a one-tick spread on a ¥10 stock is 10 bp, half is 5 bp,
-    zipline's default. Returns ``(buy_price, sell_price)``."""
-    s = slippage + impact * participation * participation
-    return torch.minimum(price * (1.0 + s), up_limit), torch.maximum(price * (1.0 - s), down_limit)
+    """Slippage: buys fill at price × (1 + s), sells at price × (1 − s), on the 0.01 tick (buys
+    rounded up, sells down: orders are priced in fen, SSE/SZSE trading rules 申报价格最小变动单位
+    0.01元) and never beyond the day's limits, with ``s = slippage + impact × participation²``
+    (participation = order / volume; the quadratic term is zipline's ``VolumeShareSlippage``;
+    default ``impact`` 0). The fixed part stands for half the bid-ask spread: a one-tick spread on
+    a ¥10 stock is 10 bp, half is 5 bp, zipline's default; the tick rounding makes it at least one
+    tick on any price with ``s > 0``. Returns ``(buy_price, sell_price)``."""
+    s = price * 0.0 + (slippage + impact * participation * participation)  # a tensor like price
+    buy = torch.where(s > 0, tick_up(price * (1.0 + s)), price)
+    sell = torch.where(s > 0, tick_down(price * (1.0 - s)), price)
+    return torch.minimum(buy, up_limit), torch.maximum(sell, down_limit)
 
 
 def apply_corporate_action(cash, holdings, ratio, reference_price, dividend=None):
@@ -404,14 +511,16 @@ def apply_corporate_action(cash, holdings, ratio, reference_price, dividend=None
 
 def execute_orders(cash, holdings, sellable, wanted, price, can_buy, can_sell,
                    fees: FeeSchedule, rates: DayRates, *, lot_minimum=LOT_SIZE, lot_step=LOT_SIZE,
-                   max_shares=None, buy_price=None, sell_price=None, cash_margin: float = 1e-5):
+                   max_shares=None, buy_price=None, sell_price=None, cash_margin: float = 1e-5,
+                   max_buy_shares=None):
     """Fill one day's orders: sells first, then buys scaled down to fit cash, in board lots.
 
     ``wanted`` is the signed number of shares asked for per stock: negative sells, positive
     buys. Lots (`LOT_RULES`, per stock ``lot_minimum``/``lot_step``): an order is at least
     ``lot_minimum`` shares in steps of ``lot_step``; a sell of at least the sellable position
-    sells all of it (the odd remainder included). ``max_shares`` caps each stock's fill (the
-    volume-participation cap). Buys fill at ``buy_price`` and sells at ``sell_price`` (slippage;
+    sells all of it, and an odd remainder (under one step) sells on its own or with whole lots
+    when the order covers it (hold 150, sell 50: 50 sell). ``max_shares`` caps each stock's fill (the
+    volume-participation cap) and ``max_buy_shares`` each buy (the ST daily buy cap). Buys fill at ``buy_price`` and sells at ``sell_price`` (slippage;
     default ``price``). If cash (after sells) cannot pay for all buys including fees, every buy
     is scaled by the same factor and rounded down to its lot rule, which keeps cash ≥ 0 even
     with the ¥5 minimum commission and fees rounded to the fen. A sell worth less than its own
@@ -425,9 +534,14 @@ def execute_orders(cash, holdings, sellable, wanted, price, can_buy, can_sell,
     cap = torch.full_like(price, float("inf")) if max_shares is None else max_shares
 
     sell_wanted = torch.where(can_sell, (-wanted).clamp(min=0.0), zero)
-    sell_steps = torch.floor(torch.minimum(sell_wanted, cap) / lot_step) * lot_step
-    partial = torch.where(sell_steps >= lot_minimum, torch.minimum(sell_steps, sellable), zero)
-    sell_qty = torch.where((sell_wanted >= sellable) & (sellable <= cap), sellable, partial)
+    # The odd remainder (the part of the position under one lot, e.g. 50 of 150 shares on the
+    # main board) may be sold on its own or with whole lots, never split (余额不足1手部分一次性卖出).
+    odd = sellable - torch.floor(sellable / lot_step + 1e-9) * lot_step
+    limit = torch.minimum(sell_wanted, cap)
+    sell_steps = torch.floor(torch.minimum(limit, sellable - odd) / lot_step + 1e-9) * lot_step
+    sell_steps = torch.where(sell_steps >= lot_minimum, sell_steps, zero)
+    with_odd = torch.where((odd > 0) & (sell_steps + odd <= limit), sell_steps + odd, sell_steps)
+    sell_qty = torch.where((sell_wanted >= sellable) & (sellable <= cap), sellable, with_odd)
     sell_value = sell_qty * sell_price
     sell_fee = order_fees(sell_value, sell_qty, fees, rates.stamp_sell, rates)
     # A sell whose proceeds would not cover its fees (a tiny odd lot under the ¥5 minimum) is not
@@ -439,7 +553,8 @@ def execute_orders(cash, holdings, sellable, wanted, price, can_buy, can_sell,
     holdings = holdings - sell_qty
 
     buy_wanted = torch.where(can_buy, wanted.clamp(min=0.0), zero)
-    buy_units = torch.floor(torch.minimum(buy_wanted, cap) / lot_step)
+    buy_cap = cap if max_buy_shares is None else torch.minimum(cap, max_buy_shares)
+    buy_units = torch.floor(torch.minimum(buy_wanted, buy_cap) / lot_step)
     buy_units = torch.where(buy_units * lot_step >= lot_minimum, buy_units, zero)
     unit_cost = lot_step * (buy_price * (1.0 + fees.commission_rate + rates.stamp_buy + rates.transfer_value)
                             + rates.transfer_per_share)

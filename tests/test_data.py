@@ -74,16 +74,18 @@ def test_readme_corporate_actions_detected(sse15):
         ratio = float(full.split_ratio[day, col])
         assert ratio > 1.05
         assert ratio == pytest.approx(actions[(tic, date)]["ratio"], rel=1e-5)
-        # the ratio is the previous close over the ex-rights reference price
-        assert ratio == pytest.approx(float(full.close[day - 1, col] / full.pre_close[day, col]), rel=1e-12)
+        # a holder keeps the previous close at the reference: ratio x reference + cash
+        assert ratio * float(full.pre_close[day, col]) + float(full.dividend[day, col]) == pytest.approx(
+            float(full.close[day - 1, col]), rel=1e-12)
         # and the raw close-to-close move was beyond the -10 % limit
         assert float(full.close[day, col] / full.close[day - 1, col]) < 0.9
     years = {a["date"][:4] for a in full.info["corporate_actions"] if a["tic"] == "600276.SH"}
     assert years == {"2015", "2016", "2017", "2018", "2019"}
     for action in full.info["corporate_actions"]:
-        assert float(full.split_ratio[_day(full, action["date"]), _col(full, action["tic"])]) != 1.0
-    # split_ratio != 1 exactly on the listed days
-    assert int((full.split_ratio != 1.0).sum()) == len(actions)
+        day, col = _day(full, action["date"]), _col(full, action["tic"])
+        assert float(full.split_ratio[day, col]) != 1.0 or float(full.dividend[day, col]) > 0
+    # an action exactly on the listed days
+    assert int(((full.split_ratio != 1.0) | (full.dividend > 0)).sum()) == len(actions)
 
 
 def test_plain_limit_up_day_is_not_a_corporate_action(sse15):
@@ -264,7 +266,10 @@ def test_detected_bonus_issue_without_provider_fields(synthetic_bars):
     market = prepare_market(bars, indicators=()).full
     (action,) = market.info["corporate_actions"]
     assert (action["tic"], action["date"], action["how"]) == ("600000.SH", ex_date, "detected")
-    assert action["ratio"] == pytest.approx(2.0, rel=0.05)
+    # estimated from the ex-day's open, which this random walk puts 2.3 % above the true reference
+    assert action["ratio"] == pytest.approx(2.0, rel=0.06)
+    (evidence,) = market.info["detected_actions"]
+    assert evidence["reference"] * action["ratio"] + action["dividend"] == pytest.approx(evidence["previous_close"])
 
 
 def test_provider_limits_are_used(synthetic_bars):
@@ -377,7 +382,7 @@ def test_market_to_dtype(sse15):
     for name in _ARRAY_FIELDS:
         before, after = getattr(sse15.train, name), getattr(market, name)
         assert after.shape == before.shape, name
-        assert after.dtype == (torch.bool if name == "tradable" else torch.float32), name
+        assert after.dtype == (torch.bool if name in ("tradable", "is_st") else torch.float32), name
     assert sse15.train.close.dtype == torch.float64  # the original is untouched
     assert market.num_days == sse15.train.num_days and market.tickers == sse15.train.tickers
     assert "float32" in repr(market)
@@ -471,9 +476,9 @@ def test_new_star_listing_days_two_to_five_have_no_limit(synthetic_bars):
     assert torch.isfinite(market.up_limit[5:, col]).all()
     assert float(market.up_limit[5, col]) == pytest.approx(
         np.floor(float(market.close[4, col]) * 1.2 * 100 + 0.5) / 100)
-    # without the listing date the +35 % day is read as a corporate action
+    # without the listing date a rise beyond the limit is still no corporate action (actions lower prices)
     unlisted = prepare_market(bars, indicators=()).full
-    assert [a["tic"] for a in unlisted.info["corporate_actions"]] == ["688001.SH"]
+    assert unlisted.info["corporate_actions"] == []
 
 
 def test_first_bar_keeps_a_provider_pre_close(synthetic_bars):
@@ -497,4 +502,7 @@ def test_volume_reaches_the_market(sse15, sse15_bars):
     row = sse15_bars[(sse15_bars["tic"] == "600000.SH") & (sse15_bars["date"] == "2015-01-05")]
     assert float(full.volume[0, _col(full, "600000.SH")]) == float(row["volume"].iloc[0])
     assert (full.volume[~full.tradable] == 0).all() and (full.volume[full.tradable] > 0).all()
-    assert (full.dividend == 0).all()  # the sample has no pre_close: small dividends are invisible
+    # the sample has no pre_close: small dividends are invisible; the cash part of a detected
+    # ex-day is the only dividend
+    paid = {(str(full.dates[d]), full.tickers[c]) for d, c in torch.nonzero(full.dividend > 0).tolist()}
+    assert paid <= {(a["date"], a["tic"]) for a in full.info["detected_actions"]}

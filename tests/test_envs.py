@@ -67,11 +67,12 @@ class Invariants:
         tradable = a.tradable[fill]
         can_buy = tradable & (price < a.up_limit[fill] - HALF_TICK)
         can_sell = tradable & (price > a.down_limit[fill] + HALF_TICK)
-        # fills pay the fixed slippage against the trader, never beyond the day's limits
+        # fills pay the fixed slippage against the trader, on the fen (buys up, sells down), never
+        # beyond the day's limits
         assert cfg.impact == 0.0, "the checker models the fixed slippage only"
-        buy_price = torch.minimum(price * (1 + cfg.slippage), a.up_limit[fill])
-        sell_price = torch.maximum(price * (1 - cfg.slippage), a.down_limit[fill])
-        cap = torch.floor(a.volume[fill] * cfg.max_participation)
+        buy_price = torch.minimum(torch.ceil(price * (1 + cfg.slippage) * 100 - 1e-6) / 100, a.up_limit[fill])
+        sell_price = torch.maximum(torch.floor(price * (1 - cfg.slippage) * 100 + 1e-6) / 100, a.down_limit[fill])
+        cap = torch.floor(a.fill_volume[fill] * cfg.max_participation)
         n = valid.sum()
 
         # every step: reward is the change in wealth, wealth >= 0
@@ -96,7 +97,9 @@ class Invariants:
         assert can_buy[v][bought].all(), "bought a suspended or limit-up stock"
         assert can_sell[v][sold].all(), "sold a suspended or limit-down stock"
         whole_lots = torch.remainder(-delta, rules.LOT_SIZE) == 0
-        assert (whole_lots | (new.holdings[v] == 0))[sold].all(), "odd-lot sell that did not clear the position"
+        # an odd-lot sell is the position's odd remainder (with or without whole lots), or all of it
+        odd_part = torch.remainder(-delta, rules.LOT_SIZE) == torch.remainder(base[v], rules.LOT_SIZE)
+        assert (whole_lots | odd_part | (new.holdings[v] == 0))[sold].all(), "odd-lot sell that split the remainder"
         # no trade at all on a stock that cannot trade that day
         assert (delta[known_v & ~tradable[v]] == 0).all()
         assert (delta[known_v & ~can_buy[v]] <= 0).all() and (delta[known_v & ~can_sell[v]] >= 0).all()
@@ -307,7 +310,9 @@ def test_buy_and_hold_through_ex_rights_day(sse15, tic, ex_date, execution):
     ratio = float(full.split_ratio[ex, col])
     assert ratio > 1.1 and float(full.close[ex, col] / full.close[ex - 1, col]) < 0.9  # a raw drop > 10 %
     # max_lots large enough that the buy is scaled to (almost) all the cash
-    env = StockTradingEnv(full, EnvConfig(episode_days=None, execution=execution, max_lots=100_000, action_mode="shares"))
+    # (the whole day's volume as the open's, so that the open-auction cap does not bind here)
+    env = StockTradingEnv(full, EnvConfig(episode_days=None, execution=execution, max_lots=100_000, action_mode="shares",
+                                          open_auction_share=1.0))
     env.reset(options={"start_day": ex - 4})
     buy = np.zeros(15)
     buy[col] = 1.0
@@ -323,8 +328,11 @@ def test_buy_and_hold_through_ex_rights_day(sse15, tic, ex_date, execution):
     close_before, close_after = float(full.close[ex - 1, col]), float(full.close[ex, col])
     pre_close = float(full.pre_close[ex, col])
     assert held * close_before / before > 0.95  # (almost) all in the stock
-    # holdings follow the action: value after == holdings before x the adjusted move, within a tick
-    true_value = held * close_after / pre_close * close_before
+    # holdings follow the action: the bonus shares at the close plus the cash paid, within a tick
+    # (and a holder loses nothing at the reference price: ratio x reference + cash = last close)
+    dividend = float(full.dividend[ex, col])
+    assert ratio * pre_close + dividend == pytest.approx(close_before)
+    true_value = held * (ratio * close_after + dividend)
     after_value = float(env.account.holdings[col]) * close_after + (env.account.cash.item() - cash_before)
     assert abs(after_value - true_value) <= close_after + held * ratio * rules.TICK
     assert float(env.account.holdings[col]) == np.floor(held * ratio + 1e-6)
@@ -455,9 +463,11 @@ def test_open_execution_fills_at_next_open(sse15):
     action = np.zeros(15)
     action[col] = 1.0
     _, reward, _, _, info = env.step(action)
-    price = float(full.open[start + 1, col]) * (1 + env.config.slippage)  # 5 bp against the buyer
+    # 5 bp against the buyer, rounded up to the fen
+    price = np.ceil(float(full.open[start + 1, col]) * (1 + env.config.slippage) * 100 - 1e-6) / 100
     shares = 100 * 100  # max_lots lots of 100
-    assert shares <= 0.1 * float(full.volume[start + 1, col])  # far below the participation cap
+    # far below the participation cap at the open (10 % of the opening auction's share of the day)
+    assert shares <= 0.1 * env.config.open_auction_share * float(full.volume[start + 1, col])
     assert float(env.account.holdings[col]) == shares
     assert info["traded_value"] == pytest.approx(shares * price)
     _, transfer = env.config.fees.rates_on([full.dates[start + 1]])
@@ -477,7 +487,8 @@ def test_close_execution_fills_at_decision_close(sse15):
     action = np.zeros(15)
     action[col] = 1.0
     _, _, _, _, info = env.step(action)
-    assert info["traded_value"] == pytest.approx(10_000 * float(full.close[start, col]) * 1.0005)
+    price = float(full.close[start, col])
+    assert info["traded_value"] == pytest.approx(10_000 * np.ceil(price * 1.0005 * 100 - 1e-6) / 100)
     env = StockTradingEnv(full, EnvConfig(episode_days=None, execution="close", slippage=0.0, action_mode="shares"))
     env.reset(options={"start_day": start})
     _, _, _, _, info = env.step(action)
@@ -489,7 +500,8 @@ def test_weights_action_invests_in_one_stock(sse15):
     col, start = full.tickers.index("600036.SH"), 300
     assert full.tradable[start + 1, col]
     for execution in ("open", "close"):
-        env = StockTradingEnv(full, EnvConfig(action_mode="weights", execution=execution, episode_days=None))
+        env = StockTradingEnv(full, EnvConfig(action_mode="weights", execution=execution, episode_days=None,
+                                              open_auction_share=1.0))  # the open-auction cap would bind
         env.reset(options={"start_day": start})
         action = -np.ones(15, dtype=np.float32)
         action[col] = 1.0
@@ -566,18 +578,22 @@ def test_cash_dividend_paid_on_the_ex_day(synthetic_bars, execution):
     assert record.dividends[pd.Timestamp(market.dates[ex])] == pytest.approx(300.0, abs=1e-9)
 
 
-def test_detected_ex_rights_day_moves_with_the_market(sse15):
-    """600276.SH 2018-05-30: from bars alone the ex-day reference is the close net of the other
-    stocks' median move that day, so the holder's ex-day change is that market move (-2.06 %),
-    not the +3.80 % the opening gap used to give (ratio 1.3336)."""
+def test_detected_ex_rights_day_keeps_the_holder_at_the_reference(sse15):
+    """600276.SH 2018-05-30, from bars alone: the reference is estimated from the ex-day's open
+    (net of the market's opening move) inside the range the day's prices allow under the ±10 %
+    limit, split into whole bonus shares per 10 and cash; the holder's ex-day change is then the
+    stock's own close over that reference, and the day's prices lie inside its limits."""
     full = sse15.full
     col, ex = full.tickers.index("600276.SH"), _day(full, "2018-05-30")
-    close, reference, tradable = full.close.numpy(), full.pre_close.numpy(), full.tradable.numpy()
-    others = [j for j in range(15) if j != col and tradable[ex, j] and tradable[ex - 1, j]]
-    market_move = float(np.median(close[ex, others] / reference[ex, others] - 1))
-    assert market_move == pytest.approx(-0.0206, abs=5e-5)
-    ratio = float(full.split_ratio[ex, col])
-    assert ratio == pytest.approx(1.2541, abs=1e-4)
+    (evidence,) = [e for e in full.info["detected_actions"] if (e["tic"], e["date"]) == ("600276.SH", "2018-05-30")]
+    close = full.close.numpy()
+    reference, ratio, dividend = (float(full.pre_close[ex, col]), float(full.split_ratio[ex, col]),
+                                  float(full.dividend[ex, col]))
+    low, high = evidence["feasible_reference"]
+    assert low <= reference <= high and reference == evidence["reference"]
+    assert round(ratio - 1, 10) * 10 == int(round((ratio - 1) * 10))  # whole shares per 10
+    assert ratio * reference + dividend == pytest.approx(close[ex - 1, col])
+    assert float(full.down_limit[ex, col]) <= evidence["low"] and evidence["high"] <= float(full.up_limit[ex, col])
     env = StockTradingEnv(full, EnvConfig(episode_days=None, random_start=False, action_mode="shares"))
     env.reset(options={"start_day": ex - 4})
     buy = np.zeros(15)
@@ -590,9 +606,9 @@ def test_detected_ex_rights_day_moves_with_the_market(sse15):
     cash_before = env.account.cash.item()
     env.step(np.zeros(15))
     value_after = float(env.account.holdings[col]) * close[ex, col] + env.account.cash.item() - cash_before
-    holder_change = value_after / value_before - 1
+    own_move = (ratio * close[ex, col] + dividend) / close[ex - 1, col] - 1
     # within the fraction of one share paid out at the reference price
-    assert holder_change == pytest.approx(market_move, abs=close[ex, col] / value_before)
+    assert value_after / value_before - 1 == pytest.approx(own_move, abs=close[ex, col] / value_before)
 
 
 def test_participation_cap_in_the_env(synthetic_bars):
@@ -601,12 +617,24 @@ def test_participation_cap_in_the_env(synthetic_bars):
     bars = synthetic_bars(days=20, seed=10)
     bars["volume"] = 25_000.0  # 10 % = 2,500 shares a day
     market = prepare_market(bars, indicators=()).full
-    env = StockTradingEnv(market, EnvConfig(episode_days=None, action_mode="shares"))
+    env = StockTradingEnv(market, EnvConfig(episode_days=None, action_mode="shares", open_auction_share=1.0))
     env.reset(options={"start_day": 2})
     env.step(np.array([1.0, 0.0]))  # asks for 100 lots = 10,000 shares
     assert float(env.account.holdings[0]) == 2_500
     env.step(np.array([1.0, 0.0]))
     assert float(env.account.holdings[0]) == 5_000
+    # at the open only the auction's share of the day trades: 10 % of 1/48 of 25,000 = 52 shares, under a lot
+    auction = StockTradingEnv(market, EnvConfig(episode_days=None, action_mode="shares"))
+    auction.reset(options={"start_day": 2})
+    auction.step(np.array([1.0, 0.0]))
+    assert float(auction.account.holdings[0]) == 0
+    bars["open_volume"] = 50_000.0  # the data's own auction volume wins: 5,000 shares
+    with_open = prepare_market(bars, indicators=()).full
+    assert "open_volume" not in with_open.feature_names
+    auction = StockTradingEnv(with_open, EnvConfig(episode_days=None, action_mode="shares"))
+    auction.reset(options={"start_day": 2})
+    auction.step(np.array([1.0, 0.0]))
+    assert float(auction.account.holdings[0]) == 5_000
     uncapped = StockTradingEnv(market, EnvConfig(episode_days=None, max_participation=float("inf"), action_mode="shares"))
     uncapped.reset(options={"start_day": 2})
     uncapped.step(np.array([1.0, 0.0]))

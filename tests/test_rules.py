@@ -241,8 +241,8 @@ def test_suspended_stock_does_not_trade():
     assert (cash, holdings, fee, traded) == (100_000.0, [500.0, 500.0], 0.0, 0.0)
 
 
-@pytest.mark.parametrize("asked, sold", [(150, 150), (151, 150), (10_000, 150), (149, 100), (120, 100),
-                                         (100, 100), (99, 0), (0, 0)])
+@pytest.mark.parametrize("asked, sold", [(150, 150), (151, 150), (10_000, 150), (149, 100), (120, 100), (50, 50), (49, 0),
+                                         (100, 100), (99, 50), (0, 0)])
 def test_odd_lot_sell(asked, sold):
     cash, holdings, _, fee, traded = fill(0.0, [150], [-asked], [10.0])
     assert holdings == [150.0 - sold]
@@ -341,7 +341,7 @@ def test_execute_orders_properties(cash, holdings, wanted, price, can_buy, can_s
         if delta > 0:
             assert ok_buy and want > 0 and delta % 100 == 0 and delta == got and delta <= want
         elif delta < 0:
-            assert ok_sell and want < 0 and (-delta % 100 == 0 or new == 0) and -delta <= -want + 1e-9
+            assert ok_sell and want < 0 and (-delta % 100 in (0, old % 100) or new == 0) and -delta <= -want + 1e-9
         orders += delta != 0
     assert new_cash >= -1e-6  # sells worth less than their fees are not placed
     assert fee >= 5.0 * orders - 1e-9
@@ -412,17 +412,18 @@ def test_participation_cap_limits_the_fill():
 
 def test_slippage_moves_fills_against_the_trader():
     buy, sell = rules.fill_prices(t(10.0, 10.99), t(11.0, 11.0), t(9.0, 9.0), 0.0005)
-    assert buy.tolist() == [pytest.approx(10.005), pytest.approx(10.99 * 1.0005)]
-    assert sell.tolist() == [pytest.approx(9.995), pytest.approx(10.99 * 0.9995)]
+    # on the 0.01 tick, rounded against the trader: 10.005 -> 10.01, 10.9955 -> 11.00; 9.995 -> 9.99
+    assert buy.tolist() == [pytest.approx(10.01), pytest.approx(11.0)]
+    assert sell.tolist() == [pytest.approx(9.99), pytest.approx(10.98)]
     buy, sell = rules.fill_prices(t(10.99, 9.01), t(11.0, 11.0), t(9.0, 9.0), 0.005)
     assert buy.tolist()[0] == 11.0 and sell.tolist()[1] == 9.0  # never beyond the day's limits
     # the participation term: 0.1 x (10 %)^2 = 0.1 %
     buy, _ = rules.fill_prices(t(10.0), t(11.0), t(9.0), 0.0, impact=0.1, participation=t(0.1))
     assert float(buy) == pytest.approx(10.01)
-    # a buy of 1,000 at 10.00 with 5 bp: pays 10,005 + 5.00 commission + 0.20 transfer
+    # a buy of 1,000 at 10.00 with 5 bp fills at 10.01: pays 10,010 + 5.00 commission + 0.20 transfer
     cash, holdings, _, fee, traded = fill(20_000.0, [0], [1000], [10.0], slippage=0.0005)
-    assert holdings == [1000.0] and traded == pytest.approx(10_005.0)
-    assert fee == pytest.approx(5.20) and cash == pytest.approx(20_000 - 10_005 - 5.20)
+    assert holdings == [1000.0] and traded == pytest.approx(10_010.0)
+    assert fee == pytest.approx(5.20) and cash == pytest.approx(20_000 - 10_010 - 5.20)
 
 
 # --- corporate actions ----------------------------------------------------------------------------

@@ -418,7 +418,8 @@ def test_buy_and_hold_spends_equal_money_per_stock_on_the_first_fill(sse15, monk
 def test_backtest_rows_agent_baselines_and_index(sse15):
     torch.manual_seed(0)
     env = VecStockTradingEnv(sse15.test, 1)
-    agent = ActorCritic(env.observation_dim, env.action_dim)
+    flat = make_config("ppo", network="mlp", portfolio_head=False, hidden_sizes=(128, 128), init_log_std=-0.5)
+    agent = ActorCritic.from_config(env.observation_dim, env.action_dim, flat, "weights")
     with torch.no_grad():  # a policy that buys: the agent row must show trading and fees
         agent.actor_mean[-1].bias.fill_(0.5)
     test = sse15.test

@@ -1,10 +1,11 @@
 """RL agents: a single-file PPO (config, network, rollout, GAE, update, and the loop `learn`)
-and A2C sharing it; a rollout captured as one CUDA graph (`GraphedRollout`)."""
+and A2C sharing it; the loop's plumbing (collectors, learner contexts: `collect.py`); a rollout
+captured as one CUDA graph (`GraphedRollout`)."""
 from .a2c import A2CConfig
+from .collect import Collector, EnvCollector, LearnerContext, Rollout, SingleProcessContext
 from .graph import GraphedRollout
-from .ppo import (ActorCritic, Collector, EnvCollector, LearnerContext, PPOConfig, Rollout, SingleProcessContext,
-                  a2c_policy_loss, collect_rollout, compute_gae, learn, make_optimizer, policy_loss_for,
-                  ppo_policy_loss, update)
+from .ppo import (ActorCritic, PPOConfig, a2c_policy_loss, collect_rollout, compute_gae, learn, make_optimizer,
+                  policy_loss_for, ppo_policy_loss, update)
 
 
 def make_config(algo: str = "ppo", **overrides) -> PPOConfig:

@@ -3,7 +3,8 @@
 Read it top to bottom; it ends, as CleanRL's file does, with the loop itself (`learn`):
 rollout → GAE → update, iteration after iteration. `finrl_tutorial.training.train` runs that same
 loop and adds validation, logging and checkpoints; the scale-out paths plug into it as a
-`Collector` (where rollouts come from) and a `LearnerContext` (where the update runs). A2C
+`Collector` (where rollouts come from) and a `LearnerContext` (where the update runs), the
+plumbing in `collect.py`. A2C
 (`a2c.py`) is this file with its own defaults and `a2c_policy_loss`. References: Schulman et
 al. 2017 (PPO), 2016 (GAE); CleanRL's ppo_continuous_action.
 
@@ -13,16 +14,16 @@ passes (epochs) over all of them in minibatches of ``batch_size``: every sample 
 """
 from __future__ import annotations
 
-import contextlib
 import math
-from dataclasses import dataclass, field
-from typing import Callable, ContextManager, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Callable
 
 import torch
 from torch import nn
 from torch.distributions import Normal
 
 from ..errors import ConfigError, check_bool, check_choice, check_device, check_int, check_real
+from .collect import Collector, EnvCollector, LearnerContext, Rollout, SingleProcessContext
 
 
 @dataclass
@@ -178,11 +179,10 @@ class ActorCritic(nn.Module):
     to weights is a fixed part of the environment as far as the gradient is concerned).
     """
 
-    def __init__(self, obs_dim: int, action_dim: int, hidden_sizes=(128, 128), init_log_std: float = -0.5,
-                 network: str = "mlp", portfolio: bool = False):
+    def __init__(self, obs_dim: int, action_dim: int, hidden_sizes, init_log_std: float, network: str,
+                 portfolio: bool):
+        # no defaults here: they, and the check of ``network``, are PPOConfig's (build with `from_config`)
         super().__init__()
-        if network not in ("mlp", "stockwise"):
-            raise ValueError(f"network must be 'mlp' or 'stockwise', got {network!r}")
         self.network, self.portfolio = network, portfolio
         if network == "stockwise":
             per_stock, remainder = divmod(obs_dim - 1, action_dim)
@@ -200,8 +200,9 @@ class ActorCritic(nn.Module):
         self.log_std = nn.Parameter(torch.full((action_dim,), float(init_log_std)))
 
     @classmethod
-    def from_config(cls, obs_dim: int, action_dim: int, config: "PPOConfig", action_mode: str = "shares"):
-        """The agent a `PPOConfig` describes, for an env with the given ``action_mode``."""
+    def from_config(cls, obs_dim: int, action_dim: int, config: "PPOConfig", action_mode: str):
+        """The agent a `PPOConfig` describes, for an env with the given ``action_mode``: the one way
+        to build an agent (its sizes, initial std and network are the config's)."""
         return cls(obs_dim, action_dim, config.hidden_sizes, config.init_log_std, network=config.network,
                    portfolio=action_mode == "weights" and config.portfolio_head)
 
@@ -255,25 +256,6 @@ def make_optimizer(agent: nn.Module, config: PPOConfig) -> torch.optim.Optimizer
         return torch.optim.Adam(params, lr=config.learning_rate, eps=1e-5, fused=True)
     except (RuntimeError, TypeError):  # older torch: no fused Adam on this device
         return torch.optim.Adam(params, lr=config.learning_rate, eps=1e-5)
-
-
-@dataclass
-class Rollout:
-    """One iteration's experience, [horizon_len, num_envs, ...] tensors on the env's device."""
-
-    obs: torch.Tensor
-    actions: torch.Tensor
-    log_probs: torch.Tensor
-    rewards: torch.Tensor
-    values: torch.Tensor
-    next_values: torch.Tensor  # V(next state): V(final obs) at a truncation, 0 at a termination
-    dones: torch.Tensor        # the episode ended after this step (terminated or truncated)
-    stats: dict = field(default_factory=dict)
-
-    @classmethod
-    def empty(cls, horizon_len: int, num_envs: int, obs_dim: int, action_dim: int, device, dtype=torch.float32):
-        z = lambda *shape: torch.zeros(horizon_len, num_envs, *shape, device=device, dtype=dtype)  # noqa: E731
-        return cls(z(obs_dim), z(action_dim), z(), z(), z(), z(), z())
 
 
 @torch.no_grad()
@@ -396,139 +378,6 @@ def update(agent: ActorCritic, optimizer: torch.optim.Optimizer, rollout: Rollou
     return dict(zip(names, means)) | {"loss/minibatches": steps}
 
 
-# --- the loop -----------------------------------------------------------------------------------
-# Two small interfaces let one loop run in every layout: a `Collector` says where rollouts come
-# from (this process's batched env, or rollout worker processes), a `LearnerContext` where the
-# update runs (one process, DataParallel over GPUs, or one rank of a DDP job).
-
-@runtime_checkable
-class Collector(Protocol):
-    """Where rollouts come from: `EnvCollector` (one batched env in this process) or
-    `finrl_tutorial.training.WorkerPool` (rollout worker processes, each with its own env)."""
-
-    num_workers: int
-    """Rollout processes besides the learner (0: the learner steps the env itself)."""
-
-    def reset(self, seed: int | None = None):
-        """Start fresh episodes in every env, seeded by ``seed``."""
-
-    def collect(self, agent: ActorCritic, horizon_len: int) -> Rollout:
-        """``horizon_len`` steps of every env with ``agent``'s current policy, as one `Rollout`."""
-
-    def update_threads(self) -> ContextManager:
-        """The context the update runs in (a worker pool lends the learner its idle cores)."""
-
-    def state_dict(self) -> dict:
-        """What a checkpoint needs to continue the episodes exactly: accounts, random states, observations."""
-
-    def load_state_dict(self, state: dict) -> None:
-        """Continue from a `state_dict` (a state of another kind of collector is refused in one line)."""
-
-    def close(self) -> None:
-        """Release what the collector holds (processes, shared memory). Idempotent."""
-
-
-class EnvCollector:
-    """The in-process `Collector`: one batched env (`finrl_tutorial.envs.VecStockTradingEnv`)
-    stepped by `collect_rollout` into a rollout buffer allocated once; episodes run on across
-    iterations (the observation to continue from is kept)."""
-
-    num_workers = 0
-
-    def __init__(self, env):
-        self.env = env
-        self.obs: torch.Tensor | None = None
-        self.rollout: Rollout | None = None
-
-    def reset(self, seed: int | None = None):
-        self.obs, info = self.env.reset(seed=seed)
-        return self.obs, info
-
-    def collect(self, agent: ActorCritic, horizon_len: int) -> Rollout:
-        if self.obs is None:
-            self.reset()
-        if self.rollout is None or self.rollout.obs.shape[0] != horizon_len:
-            env = self.env
-            self.rollout = Rollout.empty(horizon_len, env.num_envs, env.observation_dim, env.action_dim, env.device)
-        self.obs = collect_rollout(self.env, agent, self.rollout, self.obs)
-        return self.rollout
-
-    def update_threads(self) -> ContextManager:
-        return contextlib.nullcontext()  # the update keeps this process's threads
-
-    def state_dict(self) -> dict:
-        if self.obs is None:
-            self.reset()
-        copy = lambda tensor: tensor.detach().to("cpu", copy=True)  # noqa: E731  (a snapshot: the env steps on)
-        return {"obs": copy(self.obs), "rng_env": copy(self.env.rng_state),
-                "env_account": {name: copy(tensor) for name, tensor in self.env.account._asdict().items()}}
-
-    def load_state_dict(self, state: dict) -> None:
-        if "env_account" not in state or "rng_env" not in state:
-            written_by = f"{len(state['workers'])} rollout workers" if "workers" in state else "an older version"
-            raise ConfigError(f"the checkpoint holds no state of an in-process env (it was written by {written_by}): "
-                              "resume with the --workers it was started with")
-        if self.obs is None:
-            self.reset()
-        # copied into the env's own tensors: their addresses stay fixed (CUDA graphs replay them)
-        self.env.rng_state.copy_(state["rng_env"])
-        for name, tensor in self.env.account._asdict().items():
-            tensor.copy_(state["env_account"][name])
-        self.obs = state["obs"].to(self.obs.device, copy=True)
-
-    def close(self) -> None:
-        self.rollout = None
-
-
-@runtime_checkable
-class LearnerContext(Protocol):
-    """Where the update runs: `SingleProcessContext` (the default),
-    `finrl_tutorial.training.DataParallelContext` (one process, the update split over GPUs) or
-    `finrl_tutorial.training.DistributedContext` (one rank of a DDP job)."""
-
-    rank: int
-    world_size: int
-    device: torch.device
-    is_main: bool
-    """Rank 0: the one that validates, logs and writes files."""
-
-    def wrap(self, agent: nn.Module) -> nn.Module:
-        """The module the update's forward and backward run through."""
-
-    def all_reduce_mean(self, x) -> torch.Tensor:
-        """The mean of ``x`` over all ranks."""
-
-    def gather(self, obj) -> list | None:
-        """Every rank's ``obj`` on the main rank, in rank order (None on the others): each rank's
-        env state for the main rank's checkpoint."""
-
-    def close(self) -> None:
-        """Leave the group of processes, if any."""
-
-
-class SingleProcessContext:
-    """One process on one device: the update runs through the agent itself."""
-
-    rank = 0
-    world_size = 1
-    is_main = True
-
-    def __init__(self, device="cpu"):
-        self.device = torch.device(device)
-
-    def wrap(self, agent: nn.Module) -> nn.Module:
-        return agent
-
-    def all_reduce_mean(self, x):
-        return x
-
-    def gather(self, obj) -> list:
-        return [obj]
-
-    def close(self) -> None:
-        pass
-
-
 def learn(env, agent: ActorCritic, config: PPOConfig, iterations: int | None = None,
           optimizer: torch.optim.Optimizer | None = None,
           on_iteration: Callable[[int, Rollout, dict], None] | None = None, *,
@@ -544,7 +393,7 @@ def learn(env, agent: ActorCritic, config: PPOConfig, iterations: int | None = N
     ``start_iteration`` and ``minibatch_order`` continue a run: the learning-rate schedule and
     the minibatch order carry on from there. Returns the agent, trained in place.
     """
-    collector = env if isinstance(env, Collector) else EnvCollector(env)
+    collector = env if isinstance(env, Collector) else EnvCollector(env, collect_rollout)
     context = SingleProcessContext(config.device) if context is None else context
     iterations = config.iterations_for(context.world_size) if iterations is None else iterations
     optimizer = make_optimizer(agent, config) if optimizer is None else optimizer

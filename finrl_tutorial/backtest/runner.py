@@ -10,6 +10,8 @@ import torch
 
 from ..data.market import MarketData
 from ..envs import EnvConfig, VecStockTradingEnv
+from ..envs.core import check_env_arguments
+from ..errors import InputError
 from ..metrics import performance_summary
 from ..plots import plot_equity
 from ..rules import LOT_SIZE
@@ -46,12 +48,15 @@ class EpisodeRecord:
 def run_policy(policy: Policy, market: MarketData, env_config: EnvConfig | None = None, *,
                device="cpu", dtype=torch.float64) -> EpisodeRecord:
     """Trade ``policy`` from the first to the last day of ``market`` in one episode."""
-    config = replace(env_config or EnvConfig(), random_start=False, episode_days=None, ruin_fraction=0.0)
+    if not callable(policy):
+        raise InputError(f"run_policy: policy must be a function of the observation, got {type(policy).__name__}")
+    config = replace(check_env_arguments("run_policy", market, env_config), random_start=False, episode_days=None,
+                     ruin_fraction=0.0)
     env = VecStockTradingEnv(market, 1, config, device=device, dtype=dtype)
     obs, _ = env.reset()
     wealth, fees, traded, dividends = [config.initial_cash], [0.0], [0.0], [0.0]
     weights = [torch.zeros(market.num_stocks, dtype=dtype)]
-    per_stock = env.observation_dim // market.num_stocks  # observation: cash share, then one block per stock
+    per_stock = (env.observation_dim - 1) // market.num_stocks  # observation: cash share, then one block per stock
     for _ in range(market.num_days - 1):
         obs, _, terminated, truncated, info = env.step(policy(obs))
         wealth.append(float(info["wealth"][0]))
@@ -165,13 +170,18 @@ def backtest(policy: Policy | None, market: MarketData, env_config: EnvConfig | 
     Baselines: equal-money and equal-shares buy-and-hold, the constant action, random trading
     (``random_seed``; None leaves it out), CSI 300 when ``benchmark`` covers the split, and any
     ``others`` (name → policy, e.g. the untrained agent) through the same env."""
-    env_config = env_config or EnvConfig()
+    env_config = check_env_arguments("backtest", market, env_config)
     records = {}
     if policy is not None:
         records[name] = run_policy(policy, market, env_config, device=device)
     for other, other_policy in (others or {}).items():
         records[other] = run_policy(other_policy, market, env_config, device=device)
     records["equal_weight_buy_and_hold"] = buy_and_hold_baseline(market, env_config, device=device)
+    if float(records["equal_weight_buy_and_hold"].traded_value.sum()) == 0.0:
+        raise InputError("backtest: buy-and-hold could not buy a single lot on "
+                         f"{market.first_date}..{market.last_date} "
+                         "(every stock suspended, without volume, or its smallest order above the initial cash): "
+                         "every record would be all zeros, which is no result (and no tie)")
     records["equal_shares_buy_and_hold"] = equal_shares_baseline(market, env_config, device=device)
     records["constant_action"] = constant_action_baseline(market, env_config, device=device)
     if random_seed is not None:

@@ -3,6 +3,7 @@ training run followed through its validations."""
 from __future__ import annotations
 
 import argparse
+import math
 import shlex
 import time
 from dataclasses import dataclass
@@ -12,12 +13,43 @@ import torch
 
 from ..data.clean import PreparedMarket
 from ..data.market import MarketData
+from ..errors import check_int, check_real
 from ..training.trainer import TrainResult, train
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number >= 1 (``--stocks 0`` would benchmark nothing)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+positive_int.__name__ = "integer >= 1"
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0 (``nan`` would time forever: elapsed >= nan
+    is never true)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text!r}")
+    return value
+
+
+positive_seconds.__name__ = "seconds > 0"
 
 
 def market_with_stocks(market: MarketData | PreparedMarket, stocks: int) -> MarketData | PreparedMarket:
     """The market widened (columns repeated) or narrowed to ``stocks`` columns, for speed tests; a
     `PreparedMarket` is widened in every split alike."""
+    check_int("market_with_stocks", "stocks", stocks, minimum=1)
     count = (market.full if isinstance(market, PreparedMarket) else market).num_stocks
     return market.select_stocks([i % count for i in range(stocks)])
 
@@ -25,6 +57,8 @@ def market_with_stocks(market: MarketData | PreparedMarket, stocks: int) -> Mark
 def timed(step, seconds: float, min_calls: int = 3, sync=lambda: None) -> tuple[int, float]:
     """Call ``step()`` repeatedly for about ``seconds`` (after one warm-up call); returns
     ``(calls, elapsed)``. ``sync`` waits for queued device work before the clock is read."""
+    check_real("timed", "seconds", seconds, low=0, low_open=True)  # NaN would never end the loop
+    check_int("timed", "min_calls", min_calls, minimum=1)
     step()
     sync()
     calls, start = 0, time.perf_counter()

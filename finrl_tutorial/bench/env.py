@@ -7,8 +7,9 @@ import torch
 
 from ..data import load_market
 from ..envs import EnvConfig, GraphedEnvStep, StockTradingEnv, VecStockTradingEnv, VmapStockTradingEnv
+from ..errors import check_choice, check_int, check_real, require_device
 from ..provenance import machine
-from .common import market_with_stocks, sync_for, timed
+from .common import market_with_stocks, positive_int, positive_seconds, sync_for, timed
 
 ENV_KINDS = ("single", "vec", "vmap", "subproc")
 
@@ -16,17 +17,21 @@ ENV_KINDS = ("single", "vec", "vmap", "subproc")
 def add_arguments(kinds) -> None:
     parser = kinds.add_parser("env", help="env-steps/s of single | vec | vmap | subproc envs")
     parser.add_argument("--env", nargs="+", choices=ENV_KINDS, default=["vec"])
-    parser.add_argument("--num-envs", type=int, nargs="+", default=[64])
-    parser.add_argument("--stocks", type=int, default=30, help="columns (the sample's 15 stocks repeated)")
+    parser.add_argument("--num-envs", type=positive_int, nargs="+", default=[64])
+    parser.add_argument("--stocks", type=positive_int, default=30, help="columns (the sample's 15 stocks repeated)")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--seconds", type=float, default=3.0)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--seconds", type=positive_seconds, default=3.0, help="time per measurement (> 0)")
+    parser.add_argument("--threads", type=positive_int, default=1)
 
 
 def measure_env(kind: str, market, num_envs: int, device="cpu", seconds: float = 3.0,
                 cuda_graph: bool = False) -> dict:
     """One throughput record for ``kind`` with ``num_envs`` sub-envs; ``cuda_graph`` replays the
     batched (``vec``) step from a captured CUDA graph (`finrl_tutorial.envs.graph`)."""
+    check_choice("measure_env", "kind", kind, ENV_KINDS)
+    check_int("measure_env", "num_envs", num_envs, minimum=1)
+    check_real("measure_env", "seconds", seconds, low=0, low_open=True)
+    require_device(device)
     config = EnvConfig()
     stocks = market.num_stocks
     if kind == "single":

@@ -66,7 +66,7 @@ from .train import measure_loop
 LAYOUTS = ("single", "subproc", "vec", "vmap", "ddp", "workers", "trainer")
 
 
-def scale_label(record: dict | pd.Series) -> str:
+def scale_label(record) -> str:
     """A short name for one ``bench scale`` record: ``vec 1,024``, ``subproc ×2``, ``ddp ×2 (512 envs)``,
     ``in-process trainer (256 envs)``."""
     layout = record["layout"]

@@ -6,7 +6,7 @@ import time
 
 import torch
 
-from ..agents import ActorCritic, EnvCollector, learn, make_config
+from ..agents import ActorCritic, EnvCollector, collect_rollout, learn, make_config
 from ..data import load_market
 from ..envs import VecStockTradingEnv
 from ..provenance import machine
@@ -28,7 +28,7 @@ class _TimedCollector(EnvCollector):
     """The trainer's in-process collector, timing each rollout (synchronised with the device)."""
 
     def __init__(self, env, sync):
-        super().__init__(env)
+        super().__init__(env, collect_rollout)
         self.sync, self.ends, self.seconds = sync, [], []
 
     def collect(self, agent, horizon_len):

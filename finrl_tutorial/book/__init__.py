@@ -17,7 +17,6 @@ import fnmatch
 import importlib.resources
 import inspect
 import json
-import os
 import re
 import tempfile
 import warnings
@@ -26,13 +25,14 @@ from pathlib import Path
 import torch
 
 from ..errors import InputError
+from ..provenance import fast_mode
 from . import report, sweep
 # The readings of committed records, one import away for the chapters (``ft.book.describe(record)``).
 from .report import (env_throughput_table, full_run_commentary, gpu_summary, loop_cost_lines, peer_ratio_table,
                      peer_summary, peer_table, peer_target_lines, provenance, scale_findings, scale_spread)
 from .sweep import MEASURE_NAMES, along_the_curve, describe, summary_table, sweep_caption
 
-FAST = os.environ.get("FINRL_TUTORIAL_FAST", "") not in ("", "0")
+FAST = fast_mode()
 """True in CI (``FINRL_TUTORIAL_FAST=1``): chapters run small versions of their experiments."""
 
 

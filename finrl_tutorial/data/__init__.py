@@ -10,7 +10,7 @@ from .clean import (DEFAULT_INDICATORS, SSE15_SPLITS, PreparedMarket, check_spli
                     prepare_market, prepare_validated)
 from .market import MarketData
 from .sample import SAMPLES, load_sample, sample_licence
-from .schema import DataError, canonical_ticker, parse_date, validate_bars
+from .schema import DataError, canonical_ticker, check_splits, names_argument, parse_date, validate_bars
 from .synthetic import SIGNAL_FAMILIES, SyntheticMarket, SyntheticSpec, make_synthetic
 
 SOURCES = ("sample", "tushare", "akshare", "baostock")
@@ -30,6 +30,9 @@ def load_market(source="sample", *, tickers=None, start=None, end=None, splits=N
     60/20/20 % of the calendar. ``date_format`` reads an ambiguous date column (``'%d/%m/%Y'``);
     ``feature_stats`` normalises with given statistics instead of fitting them (see `prepare_market`).
     """
+    tickers = names_argument(tickers, "tickers")
+    indicators = tuple(names_argument(indicators, "indicators") or ())
+    check_splits(splits)  # before any (slow, online) fetch
     first = parse_date(start, "start") if start is not None else None
     last = parse_date(end, "end") if end is not None else None
     if first is not None and last is not None and first > last:
@@ -65,8 +68,7 @@ def load_market(source="sample", *, tickers=None, start=None, end=None, splits=N
     if not validated:
         bars = validate_bars(bars, min_history=1, date_format=date_format)  # the one entry check
     if tickers:
-        wanted = [tickers] if isinstance(tickers, str) else list(tickers)
-        wanted = list(dict.fromkeys(canonical_ticker(t) for t in wanted))  # the spelling the bars have now
+        wanted = list(dict.fromkeys(canonical_ticker(t) for t in tickers))  # the spelling the bars have now
         bars = bars[bars["tic"].isin(wanted)]
         missing = [t for t in wanted if t not in set(bars["tic"])]
         if missing:

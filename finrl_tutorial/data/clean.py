@@ -13,8 +13,9 @@ import torch
 from stockstats import StockDataFrame
 
 from .. import rules
-from .market import MarketData
-from .schema import PRICE_COLUMNS, DataError, feature_columns, validate_bars
+from .market import MarketData, days_between
+from .schema import (PRICE_COLUMNS, DataError, check_factors, check_splits, feature_columns, names_argument,
+                     validate_bars)
 
 DEFAULT_INDICATORS = ("macd", "boll_ub", "boll_lb", "rsi_30", "cci_30", "dx_30", "close_30_sma", "close_60_sma")
 """FinRL's default technical indicators (stockstats names)."""
@@ -89,6 +90,21 @@ class PreparedMarket:
 
 
 
+_ST_WARNED: set[str] = set()
+
+
+def _warn_no_st(source: str) -> None:
+    """Once per source and process: the data has no ST flag, so risk-warning stocks get the
+    ordinary limits (±10 % on the main board instead of ±5 % before 2026-07-06)."""
+    if source in _ST_WARNED:
+        return
+    _ST_WARNED.add(source)
+    warnings.warn(f"the data ({source}) has no 'is_st' column: ST/*ST stocks get the ordinary price limits "
+                  "(main board ±10 % instead of ±5 % before 2026-07-06) and no buy cap; add an is_st "
+                  "column (1 on risk-warning days) or use a source that has one (tushare, baostock)",
+                  stacklevel=4)
+
+
 def _explicit_actions(group: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
     """Cash per share, shares per share and "has an announced action" from the bars' own
     ``cash_dividend``/``bonus_shares`` columns (a provider's dividend table), zeros without them."""
@@ -97,17 +113,20 @@ def _explicit_actions(group: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Ser
     return cash, shares, (cash > 0) | (shares > 0)
 
 
-def _reference_close(group: pd.DataFrame, listing_day=None) -> tuple[pd.Series, pd.Series]:
+def _reference_close(group: pd.DataFrame, listing_day=None, hole_before=None) -> tuple[pd.Series, pd.Series]:
     """Per ticker: the ex-rights reference previous close, and whether an action was *detected*.
 
     Exact when the bars carry ``pre_close`` (tushare, baostock), ``adj_factor`` (tushare,
     akshare's adjusted series) or the announced ``cash_dividend``/``bonus_shares``. Otherwise a
-    close-to-close move beyond the board's daily limit cannot happen in normal trading, so it
-    marks an ex-rights day; its reference is left NaN here and estimated across the market by
-    :func:`_market_references`. Small dividends inside the limit cannot be told apart from market
-    moves without a provider field. A provider's ``pre_close`` on a ticker's first bar is kept
-    (the day has limits); without it the first bar has no previous close. ``listing_day`` marks
-    the bars that a new listing's own rules govern (no detection there: no ordinary limit).
+    day whose *low* lies below the stock's own limit-down from the last close (by board, date and
+    ST flag) cannot happen in normal trading, so it marks an ex-rights day (an action only ever
+    lowers the reference; a move beyond the limit-up is not one); its reference is left NaN here
+    and estimated by :func:`_detected_references`. Small dividends inside the limit cannot be
+    told apart from market moves without a provider field. Never detected: a stock's first bar,
+    the bars of a new listing's own window (``listing_day``: no ordinary limit), and a bar after
+    a hole in the data (``hole_before``: exchange trading days missing from the whole data, over
+    which the price may have moved by any amount). A provider's ``pre_close`` on a ticker's first
+    bar is kept (the day has limits); without it the first bar has no previous close.
     """
     previous = group["close"].shift(1)
     detected = pd.Series(False, index=group.index)
@@ -123,11 +142,12 @@ def _reference_close(group: pd.DataFrame, listing_day=None) -> tuple[pd.Series, 
                                                          index=group.index))
     else:
         rate = rules.limit_rate(group["tic"].iloc[0], group["date"], group.get("is_st"))
-        up, down = rules.limit_prices(previous.to_numpy(), rate)
-        half_tick = rules.TICK / 2
-        beyond = (group["close"].to_numpy() < down - half_tick) | (group["close"].to_numpy() > up + half_tick)
+        _, down = rules.limit_prices(previous.to_numpy(), rate)
+        beyond = group["low"].to_numpy() < down - rules.TICK / 2
         if listing_day is not None:
             beyond &= ~listing_day
+        if hole_before is not None:
+            beyond &= ~np.asarray(hole_before, dtype=bool)
         detected = pd.Series(beyond & previous.notna().to_numpy(), index=group.index)
         reference = previous.where(~detected)
     reference = reference.copy()
@@ -136,36 +156,124 @@ def _reference_close(group: pd.DataFrame, listing_day=None) -> tuple[pd.Series, 
     return reference, detected
 
 
-def _market_references(bars: pd.DataFrame, reference: pd.Series, detected: pd.Series) -> pd.Series:
-    """Reference prices of *detected* ex-rights days, net of the day's market move.
+DETECTED_MAX_CASH_YIELD = 0.05
+"""A detected ex-day's cash part is taken to be at most this share of the last close (the candidate
+bonus ratios are searched with cash dividends of 0..5 % of the price)."""
 
-    The ex-day's reference is estimated as close / (1 + m), where m is the median close-to-close
-    move (against their own references) of the other stocks that traded that day without an
-    action: the holder's ex-day change is then the market's, and only the stock's own move
-    relative to the market (its idiosyncratic part) remains as error. With fewer than
-    `_MIN_MARKET_STOCKS` other stocks that day the ex-day's open stands in (the opening gap is
-    then taken as the action).
+DETECTED_MAX_BONUS = 3.0
+"""Candidate bonus and transfer shares of a detected ex-day: 0.1 .. 3.0 per share, in whole shares
+per 10 (`rules.BONUS_STEP`)."""
+
+
+def _detected_references(bars: pd.DataFrame, reference: pd.Series, detected: pd.Series):
+    """Reference price, share ratio and cash of each *detected* ex-rights day, with evidence.
+
+    The exchanges' reference price is ``(close − cash) / (1 + bonus)`` (`rules.ex_rights_reference`,
+    rights issues aside), and the ex-day's prices must lie inside the limits around it:
+    ``reference ∈ [high / (1 + r), low / (1 − r)]`` (r: the stock's own limit). The estimate is
+    the ex-day's open net of the market's opening move that day (the median open/reference of
+    the other stocks without an action, when at least `_MIN_MARKET_STOCKS` traded), projected
+    onto that feasible range and onto the nearest candidate bonus (0.1..`DETECTED_MAX_BONUS`
+    per share, cash 0..`DETECTED_MAX_CASH_YIELD` of the last close; with no bonus, the smallest
+    cash dividend that makes the day's prices legal). A close at the day's high or low that is
+    the limit of a reference in that range (within 2 % of the estimate) pins the reference to it
+    (``limit_locked_close``). The bonus becomes shares and the rest of
+    the total cash. Confidence: ``high`` when exactly one candidate bonus fits the feasible range
+    within 2 % of the estimate, ``medium`` when several do, ``low`` when none does or only a
+    cash dividend explains the day (when no candidate fits at all, the estimate clipped to the
+    feasible range is taken, all of it as shares).
+
+    Returns ``reference, ratio, cash`` (Series on ``bars.index``, NaN off detected days) and a
+    list of evidence dicts.
     """
-    move = (bars["close"] / reference - 1.0).where(~detected & reference.notna())
-    by_date = move.groupby(bars["date"])
-    market_move = by_date.median().where(by_date.count() >= _MIN_MARKET_STOCKS)
-    m = bars["date"].map(market_move)
-    estimate = (bars["close"] / (1.0 + m)).where(m.notna(), bars["open"])
-    return reference.where(~detected, estimate)
+    ordinary = ~detected & reference.notna()
+    open_move = (bars["open"] / reference - 1.0).where(ordinary)
+    by_date = open_move.groupby(bars["date"])
+    market_open = by_date.median().where(by_date.count() >= _MIN_MARKET_STOCKS)
+    previous_close = bars.sort_values("date").groupby("tic")["close"].shift(1).reindex(bars.index)
+    bonus_grid = np.round(np.arange(0, int(round(DETECTED_MAX_BONUS / rules.BONUS_STEP)) + 1) * rules.BONUS_STEP, 10)
+    out_reference = pd.Series(np.nan, index=bars.index)
+    out_ratio = pd.Series(np.nan, index=bars.index)
+    out_cash = pd.Series(np.nan, index=bars.index)
+    evidence = []
+    for index in np.flatnonzero(detected.to_numpy()):
+        row = bars.iloc[index]
+        label = bars.index[index]
+        previous = float(previous_close.loc[label])
+        rate = float(rules.limit_rate(row["tic"], [row["date"]], [row["is_st"]] if "is_st" in row else None)[0])
+        move = market_open.get(row["date"], np.nan)
+        move = 0.0 if not np.isfinite(move) else float(move)
+        estimate = float(row["open"]) / (1.0 + move)
+        low_bound = (float(row["high"]) - rules.TICK / 2) / (1.0 + rate)
+        high_bound = min((float(row["low"]) + rules.TICK / 2) / (1.0 - rate), previous)
+        fits = []
+        for bonus in bonus_grid:
+            lo = max(low_bound, previous * (1.0 - DETECTED_MAX_CASH_YIELD) / (1.0 + bonus))
+            hi = min(high_bound, previous / (1.0 + bonus))
+            if lo <= hi:
+                # a cash-only action: the smallest dividend that makes the day's prices legal
+                point = hi if bonus == 0 else min(max(estimate, lo), hi)
+                fits.append((abs(point - estimate), float(bonus), point))
+        close_fits = [f for f in fits if f[0] <= 0.02 * estimate]
+        locked = None
+        if fits:
+            _, bonus, point = min(fits)
+            ref = float(rules.round_to_tick(point))
+            # A close at the day's high (low) that is the limit-up (-down) of a reference inside the
+            # chosen bonus's range pins the reference: the exchange's limit is that reference ± r.
+            lo = max(low_bound, previous * (1.0 - DETECTED_MAX_CASH_YIELD) / (1.0 + bonus))
+            hi = min(high_bound, previous / (1.0 + bonus))
+            close = float(row["close"])
+            for at_limit, side in ((close >= float(row["high"]) - rules.TICK / 2, 1.0),
+                                   (close <= float(row["low"]) + rules.TICK / 2, -1.0)):
+                if not at_limit:
+                    continue
+                centre = close / (1.0 + side * rate)
+                for candidate in (float(rules.round_to_tick(centre - rules.TICK)), float(rules.round_to_tick(centre)),
+                                  float(rules.round_to_tick(centre + rules.TICK))):
+                    limit = float(rules.round_to_tick(candidate * (1.0 + side * rate)))
+                    if (abs(limit - close) < rules.TICK / 2 and lo - rules.TICK / 2 <= candidate <= hi + rules.TICK / 2
+                            and abs(candidate - estimate) <= 0.02 * estimate
+                            and (locked is None or abs(candidate - estimate) < abs(locked - estimate))):
+                        locked = candidate
+            ref = locked if locked is not None else ref
+            ratio = 1.0 + bonus
+            cash = max(previous - ratio * ref, 0.0)
+            confidence = ("low" if bonus == 0 or not close_fits else "high" if len(close_fits) == 1 else "medium")
+        else:
+            ref = float(rules.round_to_tick(min(max(estimate, low_bound), high_bound)))
+            ratio, cash, confidence = previous / ref, 0.0, "low"
+        out_reference.loc[label], out_ratio.loc[label], out_cash.loc[label] = ref, ratio, cash
+        evidence.append({
+            "tic": row["tic"], "date": str(pd.Timestamp(row["date"]).date()), "previous_close": previous,
+            "open": float(row["open"]), "low": float(row["low"]), "high": float(row["high"]),
+            "close": float(row["close"]), "limit": rate,
+            "limit_down_from_previous_close": float(rules.limit_prices(previous, rate)[1]),
+            "feasible_reference": [round(low_bound, 4), round(high_bound, 4)],
+            "market_open_move": round(move, 6), "reference": ref, "bonus_shares": round(ratio - 1.0, 6),
+            "cash_dividend": round(cash, 4), "confidence": confidence,
+            "limit_locked_close": locked is not None,
+        })
+    return out_reference, out_ratio, out_cash, evidence
 
 
 def _listing_day(dates: pd.Series, list_date) -> np.ndarray:
     """Trading day number since listing (1 = listing day) of each bar of one ticker; NaN before.
 
-    Counted on the stock's own bars when the data starts on or before the listing date, else
-    estimated with weekdays since listing (holidays make it an over-count)."""
+    Counted on the stock's own bars when the data starts on or before the listing date, else in
+    exchange trading days since listing (`rules.exchange_sessions`; weekdays only where the
+    calendar does not reach)."""
     list_date = pd.Timestamp(list_date)
     dates = pd.DatetimeIndex(dates)
     after = dates >= list_date
     if len(dates) and dates[0] <= list_date:
         day = np.cumsum(after).astype(float)
     else:
-        day = np.busday_count(np.datetime64(list_date.date()), dates.values.astype("datetime64[D]")) + 1.0
+        sessions = rules.exchange_sessions(list_date, dates.max()) if len(dates) else None
+        if sessions is not None and len(sessions) and sessions[0] <= list_date + pd.Timedelta(days=31):
+            day = np.searchsorted(sessions.values, dates.values, side="right").astype(float)
+        else:
+            day = np.busday_count(np.datetime64(list_date.date()), dates.values.astype("datetime64[D]")) + 1.0
     return np.where(after, day, np.nan)
 
 
@@ -186,9 +294,35 @@ def _listing_facts(listings) -> dict[str, tuple[pd.Timestamp, float | None]]:
     return facts
 
 
-def _per_ticker_rows(bars: pd.DataFrame, listings=None) -> pd.DataFrame:
-    """Add reference close, share ratio, cash dividend, limits and adjusted prices per ticker."""
+def data_holes(dates: pd.DatetimeIndex) -> pd.DatetimeIndex:
+    """Exchange trading days (`rules.exchange_sessions`) inside the data's range on which no stock
+    has a bar: a hole in the data, not a suspension. Without the calendar (dates beyond it), a
+    gap of more than 14 calendar days between bars stands for one (the longest A-share holiday
+    closure, the Spring Festival, is shorter)."""
+    dates = pd.DatetimeIndex(dates)
+    if not len(dates):
+        return dates
+    sessions = rules.exchange_sessions(dates[0], dates[-1])
+    holes = sessions.difference(dates) if sessions is not None else pd.DatetimeIndex([])
+    uncovered = dates[~rules.covered_by_calendar(dates)]
+    if len(uncovered) > 1:
+        gaps = np.diff(uncovered.values).astype("timedelta64[D]").astype(int)
+        holes = holes.union(uncovered[1:][gaps > 14] - pd.Timedelta(days=1))
+    return holes
+
+
+def _per_ticker_rows(bars: pd.DataFrame, listings=None, holes=None) -> tuple[pd.DataFrame, dict]:
+    """Add reference close, share ratio, cash dividend, limits and adjusted prices per ticker.
+
+    A stock first seen after the data's first day is taken to list on that day (its IPO window
+    applies, by board and date) unless ``listings`` says otherwise. Returns the rows and facts
+    (``listings_inferred``, ``detected_actions`` with their evidence)."""
     facts = _listing_facts(listings)
+    data_start = bars["date"].min()
+    first_seen = bars.groupby("tic")["date"].min()
+    inferred = {tic: date for tic, date in first_seen.items() if date > data_start and tic not in facts}
+    facts.update({tic: (date, None) for tic, date in inferred.items()})
+    holes = pd.DatetimeIndex([]) if holes is None else pd.DatetimeIndex(holes)
 
     def listing_rules(tic, group):
         if tic not in facts:
@@ -197,16 +331,27 @@ def _per_ticker_rows(bars: pd.DataFrame, listings=None) -> pd.DataFrame:
         return rules.listing_limits(tic, group["date"], _listing_day(group["date"], list_date), list_date,
                                     issue_price)
 
+    def first_days(tic, group):
+        """The bars of a listing's first five trading days: never read as a corporate action."""
+        if tic not in facts:
+            return None
+        day = _listing_day(group["date"], facts[tic][0])
+        return np.nan_to_num(day, nan=0.0) <= rules.REGISTRATION_UNLIMITED_DAYS
+
     references, flags = [], []
     for tic, group in bars.groupby("tic", sort=True):
         group = group.sort_values("date")
-        listing = listing_rules(tic, group)
-        reference, detected = _reference_close(group, None if listing is None else ~np.isnan(listing[0]))
+        previous_date = group["date"].shift(1)
+        after_hole = (np.searchsorted(holes.values, group["date"].values)
+                      - np.searchsorted(holes.values, previous_date.fillna(group["date"]).values, side="right")) > 0
+        reference, detected = _reference_close(group, first_days(tic, group), after_hole)
         references.append(reference)
         flags.append(detected)
     reference_all = pd.concat(references).reindex(bars.index)
     detected_all = pd.concat(flags).reindex(bars.index).astype(bool)
-    reference_all = _market_references(bars, reference_all, detected_all)
+    detected_reference, detected_ratio, detected_cash, evidence = _detected_references(bars, reference_all,
+                                                                                       detected_all)
+    reference_all = reference_all.where(~detected_all, detected_reference)
 
     pieces = []
     for tic, group in bars.groupby("tic", sort=True):
@@ -218,10 +363,10 @@ def _per_ticker_rows(bars: pd.DataFrame, listings=None) -> pd.DataFrame:
         split_ratio, split_dividend = rules.split_corporate_action(previous.to_numpy(), reference.to_numpy())
         cash, shares, announced = _explicit_actions(group)
         announced = announced & previous.notna()
-        # A detected total is an estimate (it carries the stock's own move that day): its split into
-        # shares and cash would be noise, so all of it is taken as shares.
-        split_ratio = np.where(detected, total, split_ratio)
-        split_dividend = np.where(detected, 0.0, split_dividend)
+        # A detected day's split comes from the candidate bonus that fits its prices (see
+        # `_detected_references`).
+        split_ratio = np.where(detected, detected_ratio.loc[group.index], split_ratio)
+        split_dividend = np.where(detected, detected_cash.loc[group.index], split_dividend)
         ratio = np.where(announced, 1.0 + shares, np.where(has_action, split_ratio, 1.0))
         dividend = np.where(announced, cash, np.where(has_action, split_dividend, 0.0))
         group["ref_close"] = reference
@@ -253,7 +398,9 @@ def _per_ticker_rows(bars: pd.DataFrame, listings=None) -> pd.DataFrame:
             group[f"adj_{column}"] = group[column] * cumulative
         group["adj_volume"] = group["volume"] / cumulative
         pieces.append(group)
-    return pd.concat(pieces, ignore_index=True)
+    found = {"listings_inferred": {tic: str(date.date()) for tic, date in sorted(inferred.items())},
+             "detected_actions": evidence}
+    return pd.concat(pieces, ignore_index=True), found
 
 
 def _indicators(group: pd.DataFrame, indicators) -> pd.DataFrame:
@@ -291,9 +438,10 @@ def _dense(frame: pd.DataFrame, column: str, dates, tickers) -> np.ndarray:
 
 
 def _split_positions(dates: pd.DatetimeIndex, splits) -> dict[str, tuple[int, int]]:
+    check_splits(splits)
     positions = {}
     for name, (start, end) in splits.items():
-        inside = np.flatnonzero((dates >= pd.Timestamp(start)) & (dates <= pd.Timestamp(end)))
+        inside = days_between(dates, start, end)
         if len(inside) < 2:
             raise DataError(f"split {name!r} ({start}..{end}) has fewer than 2 trading days in the data "
                             f"({dates[0].date()}..{dates[-1].date()})")
@@ -320,6 +468,8 @@ def fraction_splits(dates: pd.DatetimeIndex, train: float = 0.6, valid: float = 
 def check_feature_stats(stats: dict, feature_names: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Given normalisation statistics (``{"names", "mean", "std"}``, as a checkpoint stores
     them) as arrays in ``feature_names`` order; a `DataError` saying which features differ."""
+    if not isinstance(stats, dict) or not {"names", "mean", "std"} <= set(stats):
+        raise DataError(f"feature_stats must be a dict with 'names', 'mean' and 'std', got {type(stats).__name__}")
     names = list(stats["names"])
     if names != list(feature_names):
         missing = [n for n in names if n not in feature_names]
@@ -380,14 +530,35 @@ def prepare_validated(bars: pd.DataFrame, *, splits: dict | None = None, indicat
                       feature_stats: dict | None = None, window_start=None, listings=None) -> PreparedMarket:
     """`prepare_market` on bars that `validate_bars` returned (or a row subset of them): the
     entry check is not run a second time."""
-    indicators = tuple(indicators)
-    user_factors = feature_columns(bars)
+    indicators = tuple(names_argument(indicators, "indicators") or ())
+    # ``open_volume`` (shares traded in the opening auction) feeds the open-fill cap, not the agent
+    user_factors = [c for c in feature_columns(bars) if c != "open_volume"]
     built_in = set(indicators) | {"return_1d"}
     clash = [c for c in user_factors if c in built_in]
     if clash:
         raise DataError(f"user factor(s) {', '.join(map(repr, clash))} have the name of a built-in feature: "
                         "rename them")
-    rows = _per_ticker_rows(bars, listings)
+    data_dates = pd.DatetimeIndex(sorted(bars["date"].unique()))
+    synthetic = str(source).startswith("synthetic")  # weekday calendars by design (see data.synthetic)
+    holes = pd.DatetimeIndex([]) if synthetic or calendar is not None else data_holes(data_dates)
+    off_exchange = pd.DatetimeIndex([])
+    if not synthetic and calendar is None:
+        known = data_dates[rules.covered_by_calendar(data_dates)]
+        sessions = rules.exchange_sessions(data_dates[0], data_dates[-1]) if len(known) else None
+        off_exchange = known.difference(sessions) if sessions is not None else off_exchange
+        if len(off_exchange):
+            warnings.warn(f"{len(off_exchange)} date(s) with bars are not A-share trading days "
+                          f"({rules.CALENDAR_SOURCE}): {', '.join(str(d.date()) for d in off_exchange[:3])}"
+                          f"{' ...' if len(off_exchange) > 3 else ''}; they are kept as trading days: "
+                          "check the dates (a weekend, a holiday, or a time zone shift)", stacklevel=3)
+        if len(holes):
+            warnings.warn(f"the data has no bars on {len(holes)} exchange trading day(s) "
+                          f"({holes[0].date()} .. {holes[-1].date()}): a hole in the data; moves across it "
+                          "are not read as corporate actions", stacklevel=3)
+    # (the embedded sample's lack of ST flags is stated in the README instead of warned on every run)
+    if not synthetic and "is_st" not in bars and not str(source).startswith("sample:"):
+        _warn_no_st(source)
+    rows, found = _per_ticker_rows(bars, listings, holes)
     tickers = sorted(rows["tic"].unique())
 
     dates = pd.DatetimeIndex(sorted(rows["date"].unique()))
@@ -436,6 +607,7 @@ def prepare_validated(bars: pd.DataFrame, *, splits: dict | None = None, indicat
         mean, std = check_feature_stats(feature_stats, feature_names)
     else:
         train_start, train_stop = positions["train"]
+        factor_warnings = check_factors(rows, user_factors, dates[train_start], dates[train_stop - 1])
         train_values = raw_features[train_start:train_stop][traded[train_start:train_stop]]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -455,11 +627,17 @@ def prepare_validated(bars: pd.DataFrame, *, splits: dict | None = None, indicat
              "dividend": round(float(r.dividend), 4), "how": "detected" if r.action_detected else "provider"}
             for r in actions.itertuples()
         ],
+        "detected_actions": [e for e in found["detected_actions"] if pd.Timestamp(e["date"]) >= dates[first]],
+        "listings_inferred": found["listings_inferred"],
+        "data_holes": [str(d.date()) for d in holes],
+        "off_calendar_dates": [str(d.date()) for d in off_exchange],
+        "st_flags": "is_st" in bars,
         "feature_mean": mean.tolist(),
         "feature_std": std.tolist(),
         "feature_stats_from": "given" if feature_stats is not None else "train split",
         "indicators": list(indicators),
         "user_factors": user_factors,
+        "factor_warnings": factor_warnings if feature_stats is None else [],
     }
     as_tensor = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=torch.float64)  # noqa: E731
     everything = MarketData(
@@ -469,6 +647,10 @@ def prepare_validated(bars: pd.DataFrame, *, splits: dict | None = None, indicat
         pre_close=as_tensor(reference), split_ratio=as_tensor(ratio), dividend=as_tensor(dividend),
         up_limit=as_tensor(np.where(np.isnan(up), np.inf, up)),
         down_limit=as_tensor(np.where(np.isnan(down), 0.0, down)), tradable=torch.as_tensor(traded),
+        open_volume=as_tensor(np.nan_to_num(_dense(rows, "open_volume", dates, tickers), nan=-1.0)
+                              if "open_volume" in rows else np.full(close.shape, -1.0)),
+        is_st=torch.as_tensor(np.nan_to_num(_dense(rows, "is_st", dates, tickers), nan=0.0) > 0.5
+                              if "is_st" in rows else np.zeros(close.shape, dtype=bool)),
         features=as_tensor(features), source=source, info=info,
     )
     full = everything.slice_days(first, len(dates)) if first else everything

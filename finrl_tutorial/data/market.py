@@ -9,7 +9,13 @@ import torch
 
 # Arrays indexed [day, stock] (features: [day, stock, feature]); everything else is metadata.
 _ARRAY_FIELDS = ("open", "high", "low", "close", "volume", "pre_close", "split_ratio", "dividend",
-                 "up_limit", "down_limit", "tradable", "features")
+                 "up_limit", "down_limit", "tradable", "open_volume", "is_st", "features")
+
+
+def days_between(dates, start, end) -> np.ndarray:
+    """Positions of the days with ``start <= date <= end`` on the calendar ``dates`` (inclusive)."""
+    dates = pd.DatetimeIndex(dates)
+    return np.flatnonzero((dates >= pd.Timestamp(start)) & (dates <= pd.Timestamp(end)))
 
 
 @dataclass
@@ -58,6 +64,11 @@ class MarketData:
     dividend: torch.Tensor | None = None
     """[D, S] cash dividend per share (yuan, pre-tax) with ex-day on that day, paid to every
     share held into it (0.0 otherwise; the pay date is taken to be the ex-day). None: zeros."""
+    open_volume: torch.Tensor | None = None
+    """[D, S] shares traded in the opening call auction (-1: unknown, the env then takes a share
+    of the day's volume, `EnvConfig.open_auction_share`). None: all unknown."""
+    is_st: torch.Tensor | None = None
+    """[D, S] bool: a risk-warning (ST, *ST) day, from the data's ``is_st`` (False without it)."""
     source: str = "unknown"
     """Where the bars came from (sample name, provider, or file path)."""
     info: dict = field(default_factory=dict)
@@ -68,6 +79,10 @@ class MarketData:
             self.volume = torch.full_like(self.close, float("inf"))
         if self.dividend is None:
             self.dividend = torch.zeros_like(self.close)
+        if self.open_volume is None:
+            self.open_volume = torch.full_like(self.close, -1.0)
+        if self.is_st is None:
+            self.is_st = torch.zeros_like(self.close, dtype=torch.bool)
 
     @property
     def num_days(self) -> int:
@@ -103,8 +118,7 @@ class MarketData:
 
     def between(self, start, end) -> "MarketData":
         """Days with ``start <= date <= end`` (inclusive; dates as strings or timestamps)."""
-        dates = pd.DatetimeIndex(self.dates)
-        inside = np.flatnonzero((dates >= pd.Timestamp(start)) & (dates <= pd.Timestamp(end)))
+        inside = days_between(self.dates, start, end)
         if len(inside) < 2:
             raise ValueError(f"fewer than 2 trading days between {start} and {end} "
                              f"(data covers {self.first_date} .. {self.last_date})")

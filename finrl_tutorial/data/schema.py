@@ -39,20 +39,42 @@ column, the first offending rows and their values.
 from __future__ import annotations
 
 import re
+import warnings
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
+from .. import rules
+from ..errors import ConfigError, DataWarning, InputError
 
 REQUIRED_COLUMNS = ("date", "tic", "open", "high", "low", "close", "volume")
 OPTIONAL_COLUMNS = ("amount", "pre_close", "adj_factor", "up_limit", "down_limit", "is_st",
                     "cash_dividend", "bonus_shares")
 PRICE_COLUMNS = ("open", "high", "low", "close")
 
-RESERVED_NAMES = frozenset({"ref_close", "split_ratio", "action_detected", "up_limit_", "down_limit_",
+RESERVED_NAMES = frozenset({"ref_close", "split_ratio", "dividend", "action_detected", "up_limit_", "down_limit_",
                             "adj_open", "adj_high", "adj_low", "adj_close", "adj_volume", "tradable"})
-"""Column names the cleaning uses for its own intermediate values: a user factor may not take them."""
+"""Column names the cleaning computes itself (a user factor of that name would be overwritten):
+a user factor may not take them."""
+
+TICK = 0.01
+"""A-share prices are quoted in fen: the 0.01 yuan tick (the exchanges' trading rules)."""
+
+PRICE_RANGE = (0.10, 100_000.0)
+"""Prices must lie in this range (yuan per share). Below ¥0.10 a ±10 % limit is less than one
+0.01 tick (limits would round onto the price itself); no A-share has traded there. The highest
+A-share price so far is about ¥2,600 (600519.SH, 2021): ¥100,000 is a price in fen or in another
+unit, and no account could buy a lot of it."""
+
+EX_RIGHTS_RANGE = (1 / 1.5, 1.5)
+"""On a row with an announced ``cash_dividend``/``bonus_shares``, close / ex-rights reference
+(previous close less the cash, divided by 1 + the shares) must lie in this range: wider than any
+daily limit (±30 % at most), so only a dividend or bonus written in the wrong unit (per 10
+shares, 每10股) falls outside."""
+
+MAX_BONUS_SHARES = 10.0
+"""Bonus + transfer shares per share above this are a ratio per 10 shares written as per share."""
 
 EXCHANGE_TIMEZONE = "Asia/Shanghai"
 """Shanghai, Shenzhen and Beijing trade on Beijing time: tz-aware dates become dates there."""
@@ -126,6 +148,18 @@ def canonical_ticker(ticker, strict: bool = False) -> str:
     if strict or not text or text in ("NAN", "NONE", "<NA>"):
         raise DataError(f"not an A-share ticker: {ticker!r} (expected e.g. 600000.SH, 000001.SZ or 600000)")
     return text
+
+
+def stock_ticker(spelling) -> str:
+    """`canonical_ticker`, refusing by name a code that is not an A-share stock (a B-share, fund,
+    index, bond, Hong Kong or foreign ticker: `rules.not_an_a_share`) instead of reading it as a
+    main-board stock."""
+    ticker = canonical_ticker(spelling)
+    reason = rules.not_an_a_share(ticker)
+    if reason is not None:
+        raise DataError(f"ticker {spelling!r} is {reason}, not an A-share stock: the rules cover Shanghai, "
+                        "Shenzhen and Beijing A-shares only; leave its rows out")
+    return ticker
 
 
 # --------------------------------------------------------------------------- dates
@@ -350,7 +384,7 @@ def validate_bars(frame: pd.DataFrame, min_history: int = 2, date_format: str | 
         if not (spelled == spelled.round()).all():
             raise DataError(f"tickers in column 'tic' are numbers with decimals (e.g. {_show(spelled.iloc[0])})")
         spelled = spelled.astype("int64").map(lambda code: f"{code:06d}")  # 1 was 000001 before a number lost its zeros
-    canonical = {t: canonical_ticker(t) for t in spelled.unique()}
+    canonical = {t: stock_ticker(t) for t in spelled.unique()}
     frame["tic"] = spelled.map(canonical)
     written = frame["date"]
     frame["date"] = parse_dates(written, "date", date_format)
@@ -362,6 +396,13 @@ def validate_bars(frame: pd.DataFrame, min_history: int = 2, date_format: str | 
         _check(frame, frame[column].isna(), f"NaN in price column {column!r}")
         _check(frame, np.isinf(frame[column]), f"non-finite price in column {column!r}", column)
         _check(frame, frame[column] <= 0, f"price <= 0 in column {column!r}", column)
+        _check(frame, frame[column] < PRICE_RANGE[0], f"price below ¥{PRICE_RANGE[0]:.2f} in column {column!r} "
+               "(its ±10 % limit would be under one 0.01 tick; no A-share trades there: prices in another unit?)",
+               column)
+        _check(frame, frame[column] > PRICE_RANGE[1], f"price above ¥{PRICE_RANGE[1]:,.0f} in column {column!r} "
+               "(no A-share has traded above about ¥2,600, and no account could buy a lot: prices in fen, or "
+               "another unit?)", column)
+    _warn_off_tick(frame)
     high, low = frame["high"], frame["low"]
     slack = 1e-9 * high  # the same decimal written twice may differ in the last bit
     _check(frame, high < low, "high < low")
@@ -371,6 +412,14 @@ def validate_bars(frame: pd.DataFrame, min_history: int = 2, date_format: str | 
     _check(frame, frame["volume"].isna(), "missing volume (write 0 for no trades, or leave the row out)")
     _check(frame, ~np.isfinite(frame["volume"]), "non-finite volume", "volume")
     _check(frame, frame["volume"] < 0, "negative volume", "volume")
+    if (frame["volume"] == 0).all():
+        raise DataError("volume is 0 on every row: nothing can be traded (at most a share of the day's volume "
+                        "fills); give the traded volume in shares")
+    silent = frame.groupby("tic")["volume"].max()
+    if (silent == 0).any():
+        warnings.warn(f"ticker(s) with volume 0 on every row: {', '.join(silent[silent == 0].index[:5])}: they can "
+                      "never be traded (give their traded volume in shares, or leave them out)", DataWarning,
+                      stacklevel=3)
     _check_optional(frame, present_optional)
 
     for column in [c for c in frame.columns if c not in REQUIRED_COLUMNS + OPTIONAL_COLUMNS]:
@@ -385,6 +434,7 @@ def validate_bars(frame: pd.DataFrame, min_history: int = 2, date_format: str | 
         if not also and written[duplicated].astype(str).nunique() > frame.loc[duplicated, "date"].nunique():
             also = " (the rows differ only in the time of day: the bars must be daily)"
         raise DataError(f"duplicate (date, tic) row(s): {_examples(rows)}{also}")
+    _check_corporate_actions(frame)
 
     counts = frame.groupby("tic").size()
     short = counts[counts < min_history]
@@ -434,12 +484,55 @@ def _check_optional(frame: pd.DataFrame, present: tuple[str, ...]) -> None:
         _check(frame, frame["is_st"].notna() & ~frame["is_st"].isin((0.0, 1.0)), "is_st not 0 or 1", "is_st")
 
 
+def _warn_off_tick(frame: pd.DataFrame) -> None:
+    """Prices off the 0.01 tick are legal numbers but not exchange prices: adjusted (qfq/hfq)
+    prices, or a unit mistake. The env trades them as given (limits, lots and fees assume raw
+    prices), so say so."""
+    ticks = frame[list(PRICE_COLUMNS)].to_numpy() / TICK
+    off = np.abs(ticks - np.round(ticks)) > 1e-6 * np.maximum(1.0, np.abs(ticks))
+    if off.any():
+        rows = np.flatnonzero(off.any(axis=1))
+        column = PRICE_COLUMNS[int(np.flatnonzero(off[rows[0]])[0])]
+        warnings.warn(f"{len(rows)} row(s) have prices off the 0.01 yuan tick, e.g. "
+                      f"{_examples(frame.iloc[rows[:1]], column)}: A-share prices are quoted in fen; adjusted "
+                      "(qfq/hfq) prices would give wrong limits, lots and fees — give unadjusted prices",
+                      DataWarning, stacklevel=4)
+
+
+def _check_corporate_actions(frame: pd.DataFrame) -> None:
+    """Announced dividends and bonus shares: not negative, and consistent with the prices (a cash
+    dividend below the previous close, a close near the ex-rights reference they imply)."""
+    present = [c for c in ("cash_dividend", "bonus_shares") if c in frame.columns]
+    if not present:
+        return
+    for column in present:
+        _check(frame, frame[column] < 0, f"negative {column} (a dividend or bonus issue adds to the holder: "
+               "write it as a positive amount per share, or leave the cell empty)", column)
+    if "bonus_shares" in present:
+        _check(frame, frame["bonus_shares"] > MAX_BONUS_SHARES, f"bonus_shares above {MAX_BONUS_SHARES:g} per share "
+               "(is it per 10 shares? 10送3 is 0.3)", "bonus_shares")
+    ordered = frame.sort_values(["tic", "date"])
+    previous = ordered.groupby("tic")["close"].shift(1).reindex(frame.index)
+    cash = frame["cash_dividend"].fillna(0.0) if "cash_dividend" in frame else pd.Series(0.0, index=frame.index)
+    shares = frame["bonus_shares"].fillna(0.0) if "bonus_shares" in frame else pd.Series(0.0, index=frame.index)
+    acted = ((cash > 0) | (shares > 0)) & previous.notna()
+    _check(frame, acted & (cash >= previous), "cash_dividend at or above the previous close (a dividend cannot "
+           "reach the price: is it per 10 shares? 每10股派X元 is X/10 per share)", "cash_dividend")
+    ratio = frame["close"] / ((previous - cash) / (1.0 + shares))
+    low, high = EX_RIGHTS_RANGE
+    column = "cash_dividend" if "cash_dividend" in present else "bonus_shares"
+    _check(frame, acted & ((ratio < low) | (ratio > high)), "the close is far from the ex-rights price that "
+           "cash_dividend/bonus_shares imply (beyond any daily limit: per 10 shares instead of per share?)", column)
+
+
 def _check_factor(frame: pd.DataFrame, column: str) -> None:
     """A user factor: numbers (empty cells allowed), no ±inf, no single value swamping the rest.
     A column with no number at all is text (a name, an industry): kept, not a feature."""
     raw = frame[column]
     if column in RESERVED_NAMES:
-        raise DataError(f"column {column!r} has a name the cleaning uses itself: rename it")
+        hint = " (cash dividends per share go in the column 'cash_dividend')" if column == "dividend" else ""
+        raise DataError(f"column {column!r} has a name the cleaning uses itself (its own value would replace "
+                        f"yours): rename it{hint}")
     if pd.api.types.is_bool_dtype(raw.dtype):
         frame[column] = raw.astype("float64")
         return
@@ -459,3 +552,179 @@ def _check_factor(frame: pd.DataFrame, column: str) -> None:
         raise DataError(f"one value of user factor {column!r} swamps all others (z-scoring would squash them to ~0) "
                         f"at {_examples(frame.loc[[worst]], column)}: fix it, or transform the factor (log, rank, clip)")
     frame[column] = values
+
+
+# --------------------------------------------------------------------------- arguments
+
+def names_argument(value, what: str) -> list[str] | None:
+    """A list of names given as an argument (``tickers``, ``indicators``): None, one string
+    (commas separate names: ``"600000.SH,600519.SH"``, as on the command line) or an iterable
+    of strings/codes. Anything else is a `DataError` naming the argument."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, (bytes, Mapping)) or not hasattr(value, "__iter__"):
+        raise DataError(f"{what} must be a list of names (or one string), got {type(value).__name__} {value!r}")
+    names = list(value)
+    bad = [name for name in names if not isinstance(name, (str, int, np.integer)) or isinstance(name, bool)]
+    if bad:
+        raise DataError(f"{what} must be names, got {bad[0]!r}")
+    return [str(name) if isinstance(name, str) else f"{int(name):06d}" for name in names]
+
+
+# --------------------------------------------------------------------------- splits
+
+SPLIT_NAMES = ("train", "valid", "test")
+
+
+class SplitError(DataError, ConfigError):
+    """A bad ``splits`` argument: a config value (`ConfigError`) about the data's dates (`DataError`)."""
+
+
+def check_splits(splits) -> dict | None:
+    """``splits`` as given to `load_market`/`prepare_market`: None, or a mapping of ``train`` (required),
+    ``valid`` and ``test`` to ``(start, end)`` dates, each start <= end, in that order in time and
+    disjoint (normalisation is fitted on train and the model chosen on valid: a test period before
+    them would be scored by a model fitted on its future). Returns the mapping; raises `SplitError`
+    (both a `ConfigError` and a `DataError`), or a `DataError` for a date that cannot be read."""
+    if splits is None:
+        return None
+    if not isinstance(splits, Mapping) or not splits:
+        raise SplitError("splits must be a dict like {'train': (start, end), 'valid': (start, end), "
+                          f"'test': (start, end)}}, got {type(splits).__name__} {str(splits)[:40]!r}")
+    unknown = [name for name in splits if name not in SPLIT_NAMES]
+    if unknown:
+        raise SplitError(f"unknown split name(s) {', '.join(map(repr, unknown))}: use train, valid, test")
+    if "train" not in splits:
+        raise SplitError("splits need a 'train' entry (normalisation is fitted on it)")
+    bounds = {}
+    for name in SPLIT_NAMES:
+        if name not in splits:
+            continue
+        pair = splits[name]
+        if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
+            raise SplitError(f"split {name!r} must be a (start, end) pair of dates, got {pair!r}")
+        start, end = (parse_date(value, f"split {name!r} {which}") for value, which in zip(pair, ("start", "end")))
+        if start > end:
+            raise SplitError(f"split {name!r} starts ({start.date()}) after it ends ({end.date()})")
+        bounds[name] = (start, end)
+    named = list(bounds.items())
+    for (name_a, (_, end_a)), (name_b, (start_b, _)) in zip(named, named[1:]):
+        if start_b <= end_a:
+            raise SplitError(f"split {name_b!r} ({start_b.date()}..) must start after split {name_a!r} ends "
+                              f"({end_a.date()}): train, valid and test follow each other in time without overlap "
+                              "(a test period before train is scored by a model fitted on its future)")
+    return dict(splits)
+
+
+# --------------------------------------------------------------------------- factors
+
+LOOKAHEAD_IC = 0.3
+"""|rank IC| of a factor against a next-bar return above which it is taken to look ahead. Real
+daily factors reach 0.02-0.05 (a strong one 0.1): 0.3 is far beyond anything a factor known at
+the close can have, and a copy of the next day's return scores about 1."""
+
+LOOKAHEAD_MIN_PAIRS = 50
+"""Fewer (factor, next return) pairs than this: too few to tell."""
+
+MOSTLY_EMPTY = 0.5
+"""A factor empty on more than this fraction of its training rows is mostly stale (carried forward)."""
+
+
+def _rank_ic(factor: pd.Series, forward: pd.Series) -> tuple[float, int]:
+    """Spearman correlation of the two, pooled over every (stock, day) with both known, and the count."""
+    both = factor.notna() & forward.notna() & np.isfinite(forward)
+    count = int(both.sum())
+    if count < LOOKAHEAD_MIN_PAIRS:
+        return 0.0, count
+    a, b = factor[both].rank().to_numpy(), forward[both].rank().to_numpy()
+    if a.std() == 0 or b.std() == 0:
+        return 0.0, count
+    return float(np.corrcoef(a, b)[0, 1]), count
+
+
+def _forward_returns(bars: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, pd.Series]]:
+    """The bars sorted by (tic, date) and what a factor known at day t's close cannot know: the
+    next bar's close-to-close return, the gap to the next open (the price an order decided at t
+    fills at), and the open-to-open return of a position filled there. Per stock, on its own
+    consecutive bars."""
+    ordered = bars.sort_values(["tic", "date"])
+    by_stock = ordered.groupby("tic")
+    close = ordered["close"]
+    next_close, next_open = by_stock["close"].shift(-1), by_stock["open"].shift(-1)
+    return ordered, {
+        "next close-to-close return": next_close / close - 1.0,
+        "gap to the next open (the fill price)": next_open / close - 1.0,
+        "next open-to-open return": by_stock["open"].shift(-2) / next_open - 1.0,
+    }
+
+
+def lookahead_scores(bars: pd.DataFrame, column: str, _forward=None) -> dict[str, float]:
+    """Rank IC of user factor ``column`` against each of `_forward_returns`, pooled over stocks
+    (so one stock is enough): about 0 for a factor known at the close, 1 for a copy of the future."""
+    ordered, forward = _forward if _forward is not None else _forward_returns(bars)
+    factor = ordered[column].astype(float)
+    return {name: _rank_ic(factor, values)[0] for name, values in forward.items()}
+
+
+def _copied_future_price(ordered: pd.DataFrame, column: str, share: float = 0.9) -> str | None:
+    """The next bar's price column that the factor copies (equal within 1e-9 on more than ``share``
+    of the rows where both are known, and more often than today's own prices), or None."""
+    factor = ordered[column].astype(float)
+    by_stock = ordered.groupby("tic")
+    for name in PRICE_COLUMNS:
+        future, today = by_stock[name].shift(-1), ordered[name]
+        known = factor.notna() & future.notna()
+        if known.sum() < LOOKAHEAD_MIN_PAIRS:
+            return None
+        def same(prices):
+            return float((np.abs(factor[known] - prices[known]) <= 1e-9 * prices[known].abs()).mean())
+        if same(future) > share and same(future) > same(today):
+            return f"next bar's {name} (the price an order decided today fills at)" if name == "open" else \
+                f"next bar's {name}"
+    return None
+
+
+def check_factors(bars: pd.DataFrame, factors, train_start, train_end) -> list[str]:
+    """Checks of user factors before training, on validated bars and the train split's dates.
+
+    Refuses (`DataError`) a factor with no value in the training split (normalisation is fitted
+    there: it would be a constant the agent never saw vary). Warns (`DataWarning`, returned as
+    well) on a factor constant or mostly empty on the training split, and loudly on one that
+    looks ahead: a rank IC against a next-bar return beyond `LOOKAHEAD_IC`."""
+    messages = []
+    in_train = (bars["date"] >= pd.Timestamp(train_start)) & (bars["date"] <= pd.Timestamp(train_end))
+    forward = _forward_returns(bars) if len(factors) else None
+    for column in factors:
+        values = bars.loc[in_train, column]
+        known = values.dropna()
+        if known.empty:
+            first = bars.loc[bars[column].notna(), "date"].min()
+            raise DataError(f"user factor {column!r} has no value in the training split "
+                            f"({pd.Timestamp(train_start).date()}..{pd.Timestamp(train_end).date()}; its first value "
+                            f"is on {pd.Timestamp(first).date()}): "
+                            "its normalisation cannot be fitted and the agent never sees it vary; fill it from the "
+                            "start of train, or drop it")
+        if known.nunique() == 1:
+            messages.append(f"user factor {column!r} is constant ({known.iloc[0]:g}) on the training split: it "
+                            "teaches the agent nothing, and other values later are out of distribution; drop it")
+        empty = 1.0 - len(known) / len(values)
+        if empty > MOSTLY_EMPTY:
+            messages.append(f"user factor {column!r} is empty on {empty:.0%} of the training split's rows: those "
+                            "cells carry the last value forward (stale); fill it or drop it")
+        copied = _copied_future_price(forward[0], column)
+        if copied:
+            messages.append(f"LOOK-AHEAD? user factor {column!r} equals the {copied} on most rows: a value "
+                            "of day t may use bars up to t's close only (shift(1), not shift(-1)); results with it are "
+                            "not to be trusted")
+        scores = lookahead_scores(bars, column, forward)
+        name, worst = max(scores.items(), key=lambda item: abs(item[1]))
+        if abs(worst) > LOOKAHEAD_IC:
+            messages.append(f"LOOK-AHEAD? user factor {column!r} has a rank IC of {worst:+.2f} with the {name}: real "
+                            f"factors reach 0.02-0.05, beyond {LOOKAHEAD_IC} it almost surely uses the future (is it "
+                            "shifted by a day? a factor on day t may use bars up to t's close only); results with it "
+                            "are not to be trusted")
+    for message in messages:
+        warnings.warn(message, DataWarning, stacklevel=3)
+    return messages

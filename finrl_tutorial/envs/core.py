@@ -13,17 +13,23 @@ cash and multiplied by ``reward_scale``.
 """
 from __future__ import annotations
 
+import warnings
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+import numpy as np
+import pandas as pd
 import torch
 
 from .. import rules
 from ..data.market import MarketData
-from ..errors import ConfigError, InputError, check_bool, check_choice, check_int, check_real
+from ..errors import (ConfigError, DataWarning, InputError, check_bool, check_choice, check_int, check_positive,
+                      check_real, strict_fields)
 
 
+@strict_fields
 @dataclass
 class EnvConfig:
     """Settings of the A-share trading simulator."""
@@ -57,8 +63,13 @@ class EnvConfig:
     """Extra slippage ``impact × participation²`` (participation = order / the day's volume),
     zipline's ``VolumeShareSlippage`` form (it uses 0.1); 0 by default."""
     max_participation: float = 0.1
-    """At most this share of the fill day's traded volume fills per stock and day (zipline's
-    default 10 %); ``inf`` turns the cap off."""
+    """At most this share of the volume traded where the order fills, per stock and day (zipline's
+    default 10 %); ``inf`` turns the cap off. At the open that volume is the opening auction's
+    (the data's ``open_volume``, else ``open_auction_share`` × the day's volume); at the close,
+    the day's."""
+    open_auction_share: float = rules.OPEN_AUCTION_SHARE
+    """Share of the day's volume taken to trade in the opening auction when the data lacks
+    ``open_volume`` (`rules.OPEN_AUCTION_SHARE`, 1/48; 1.0 restores the whole day's volume)."""
 
     def __post_init__(self):
         owner = "EnvConfig"
@@ -71,19 +82,89 @@ class EnvConfig:
         check_choice(owner, "execution", self.execution, ("open", "close"))
         check_real(owner, "reward_scale", self.reward_scale, low=0, low_open=True)
         check_real(owner, "ruin_fraction", self.ruin_fraction, low=0, high=1, high_open=True)
-        if not isinstance(self.fees, rules.FeeSchedule):
-            raise ConfigError(f"{owner}.fees must be a FeeSchedule, got {type(self.fees).__name__}")
-        for name in ("commission_rate", "min_commission"):
-            check_real(f"{owner}.fees", name, getattr(self.fees, name), low=0)
-        for name in ("stamp_duty", "transfer_fee"):
-            for step in getattr(self.fees, name):
-                if len(step) != 2:
-                    raise ConfigError(f"{owner}.fees.{name} must be (date, rate) pairs, got {step!r}")
-                check_real(f"{owner}.fees", name, step[1], low=0, high=1, high_open=True)
+        _check_fees(f"{owner}.fees", self.fees)
         check_real(owner, "slippage", self.slippage, low=0, high=0.1, high_open=True)
         check_real(owner, "impact", self.impact, low=0)
-        if not self.max_participation > 0.0:  # inf is allowed: no cap
-            raise ConfigError(f"{owner}.max_participation must be > 0 (inf: no cap), got {self.max_participation}")
+        check_positive(owner, "max_participation", self.max_participation, allow_inf=True)  # inf: no cap
+        check_real(owner, "open_auction_share", self.open_auction_share, low=0, high=1, low_open=True)
+
+
+def _check_fees(owner: str, fees) -> None:
+    """Every rate a finite fraction in [0, 1), every schedule (date, rate) pairs with real dates."""
+    if not isinstance(fees, rules.FeeSchedule):
+        raise ConfigError(f"{owner} must be a FeeSchedule, got {type(fees).__name__}")
+    for name in ("commission_rate", "min_commission", "transfer_fee_sh_per_share", "transfer_fee_sz_rate"):
+        check_real(owner, name, getattr(fees, name), low=0, high=None if name == "min_commission" else 1,
+                   high_open=name != "min_commission")
+    for name in ("stamp_duty", "stamp_duty_buy", "transfer_fee"):
+        schedule = getattr(fees, name)
+        if isinstance(schedule, (str, bytes)) or not isinstance(schedule, Sequence) or not schedule:
+            raise ConfigError(f"{owner}.{name} must be a non-empty list of (date, rate) pairs, got {schedule!r}")
+        for step in schedule:
+            if isinstance(step, (str, bytes)) or not isinstance(step, Sequence) or len(step) != 2:
+                raise ConfigError(f"{owner}.{name} must be (date, rate) pairs, got {step!r}")
+            try:
+                pd.Timestamp(step[0])
+            except (TypeError, ValueError, OverflowError):
+                raise ConfigError(f"{owner}.{name}: {step[0]!r} is not a date (write YYYY-MM-DD)") from None
+            check_real(owner, name, step[1], low=0, high=1, high_open=True)
+
+
+def check_env_arguments(owner: str, market, config, dtype=None) -> "EnvConfig":
+    """The arguments every env constructor takes, checked before anything is built: ``market``
+    a `MarketData` with at least 2 days and one stock, with data (not on the meta device);
+    ``config`` an `EnvConfig` or None (the defaults); ``dtype`` a floating torch dtype; and at
+    least one stock whose smallest order the initial cash can pay. Returns the config."""
+    if not isinstance(market, MarketData):
+        hint = ": pass one split, e.g. prepared.train" if hasattr(market, "splits") and hasattr(market, "full") \
+            else " (e.g. load_market().train)"
+        raise InputError(f"{owner} needs a MarketData{hint}, got {type(market).__name__}")
+    if config is None:
+        config = EnvConfig()
+    elif not isinstance(config, EnvConfig):
+        raise ConfigError(f"{owner}: config must be an EnvConfig (or None for the defaults), "
+                          f"got {type(config).__name__} {str(config)[:40]!r}")
+    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise ConfigError(f"{owner}: dtype must be a floating torch dtype (torch.float32 or torch.float64), "
+                          f"got {dtype!r}")
+    if market.close.device.type == "meta":
+        raise InputError(f"{owner}: the market is on the meta device (it holds no data): build it on cpu or cuda")
+    if market.close.dim() != 2 or market.num_days < 2 or market.num_stocks < 1:
+        raise InputError(f"{owner} needs a market of at least 2 trading days and 1 stock, "
+                         f"got {tuple(market.close.shape)} (days, stocks)")
+    _check_affordable(owner, market, config)
+    return config
+
+
+def _check_affordable(owner: str, market: MarketData, config: "EnvConfig") -> None:
+    """The initial cash must pay for the smallest order of at least one stock: otherwise every
+    episode holds cash only and every report is all zeros (which would read as a tie). Stocks
+    whose smallest order never fits are named in a warning (they are never held)."""
+    minimum = np.array([rules.lot_rule(t).minimum for t in market.tickers], dtype=float)
+    cheapest = market.close.detach().to("cpu", torch.float64).amin(dim=0).numpy() * minimum
+    never = cheapest > config.initial_cash
+    if never.all():
+        i = int(np.argmin(cheapest))
+        raise ConfigError(f"{owner}: initial_cash ¥{config.initial_cash:,.2f} cannot pay for one order of any stock "
+                          f"(the cheapest, {market.tickers[i]}, costs ¥{cheapest[i]:,.2f} for {minimum[i]:.0f} shares "
+                          "at its lowest close): raise EnvConfig.initial_cash, or check the prices are yuan per share")
+    if never.any():
+        names = [t for t, n in zip(market.tickers, never) if n]
+        warnings.warn(f"{owner}: initial_cash ¥{config.initial_cash:,.2f} never pays for one order of "
+                      f"{', '.join(names[:5])}{' …' if len(names) > 5 else ''}: the agent cannot hold them",
+                      DataWarning, stacklevel=3)
+
+
+def check_action_tensor(action) -> None:
+    """An action tensor must hold real numbers with data: a meta tensor has none, a complex one
+    would lose its imaginary part without a word."""
+    if isinstance(action, torch.Tensor):
+        if action.device.type == "meta":
+            raise InputError("the action is a meta tensor (it holds no data): give real numbers on cpu or cuda")
+        if action.is_complex():
+            raise InputError(f"the action is complex ({action.dtype}): give real numbers in [-1, 1]")
+    elif np.iscomplexobj(action):
+        raise InputError("the action is complex: give real numbers in [-1, 1]")
 
 
 class Account(NamedTuple):
@@ -118,17 +199,30 @@ class MarketArrays(NamedTuple):
     transfer_per_share: torch.Tensor  # [D, S]
     lot_minimum: torch.Tensor         # [S]
     lot_step: torch.Tensor            # [S]
+    fill_volume: torch.Tensor         # [D, S] volume where orders fill (the open's auction, or the day)
+    buy_cap: torch.Tensor             # [D, S] most shares one account may buy that day (ST cap; inf)
 
     @classmethod
-    def from_market(cls, market: MarketData, fees: rules.FeeSchedule) -> "MarketArrays":
+    def from_market(cls, market: MarketData, fees: rules.FeeSchedule,
+                    config: "EnvConfig | None" = None) -> "MarketArrays":
+        config = config or EnvConfig()
+        if not market.close.is_floating_point():
+            raise InputError(f"the env's dtype must be a floating-point torch dtype, got {market.close.dtype}")
         rates = fees.day_rates(market.dates, market.tickers)
         as_float = lambda a: torch.as_tensor(a, dtype=market.close.dtype, device=market.device)  # noqa: E731
         lots = [rules.lot_rule(t) for t in market.tickers]
+        if config.execution == "open":
+            open_volume = market.open_volume.to(market.close.dtype)
+            fill_volume = torch.where(open_volume < 0, market.volume * config.open_auction_share, open_volume)
+        else:
+            fill_volume = market.volume
+        buy_cap = torch.where(market.is_st, torch.full_like(market.close, rules.ST_DAILY_BUY_CAP),
+                              torch.full_like(market.close, float("inf")))
         return cls(market.open, market.close, market.pre_close, market.split_ratio, market.dividend,
                    market.volume, market.up_limit, market.down_limit, market.tradable, market.features,
                    as_float(rates["stamp_buy"]), as_float(rates["stamp_sell"]), as_float(rates["transfer_value"]),
                    as_float(rates["transfer_per_share"]), as_float([lot.minimum for lot in lots]),
-                   as_float([lot.step for lot in lots]))
+                   as_float([lot.step for lot in lots]), fill_volume, buy_cap)
 
     @property
     def num_days(self) -> int:
@@ -138,6 +232,11 @@ class MarketArrays(NamedTuple):
         """The fee rates of trading day ``day`` (an index tensor of any leading shape)."""
         return rules.DayRates(self.stamp_buy[day], self.stamp_sell[day], self.transfer_value[day],
                               self.transfer_per_share[day])
+
+
+OBSERVATION_BOUND = 10.0
+"""Every observation entry lies in ±this: features are clipped to ±5, the cash share and the
+weights lie in [0, 1] (the observation spaces of every env)."""
 
 
 def observation_size(num_stocks: int, num_features: int) -> int:
@@ -208,7 +307,7 @@ def step_account(account: Account, action: torch.Tensor, market: MarketArrays, c
     moved = account._replace(cash=cash, holdings=holdings)
     sellable = rules.sellable_shares(holdings, account.bought, account.bought_day == fill_day)
     wanted = wanted_shares(action, moved, price, config)
-    volume = market.volume[fill_day]
+    volume = market.fill_volume[fill_day]
     max_shares = rules.participation_cap(volume, config.max_participation)
     participation = torch.minimum(wanted.abs(), max_shares) / volume.clamp(min=1.0)
     buy_price, sell_price = rules.fill_prices(price, up_limit, down_limit, config.slippage, config.impact,
@@ -216,7 +315,7 @@ def step_account(account: Account, action: torch.Tensor, market: MarketArrays, c
     cash, holdings, bought, fee, traded = rules.execute_orders(
         cash, holdings, sellable, wanted, price, can_buy, can_sell, config.fees, market.rates_on(fill_day),
         lot_minimum=market.lot_minimum, lot_step=market.lot_step, max_shares=max_shares,
-        buy_price=buy_price, sell_price=sell_price)
+        buy_price=buy_price, sell_price=sell_price, max_buy_shares=market.buy_cap[fill_day])
     if config.execution == "close":
         dividend_paid = (holdings * market.dividend[next_day]).sum(-1)
         cash, holdings = rules.apply_corporate_action(cash, holdings, market.split_ratio[next_day],

@@ -6,9 +6,10 @@ import numpy as np
 import torch
 
 from ..data.market import MarketData
-from ..errors import InputError
-from .core import (EnvConfig, MarketArrays, check_reset_options, draw_start_days, initial_account,
-                   observation_size, observe, start_days_option, step_account)
+from ..errors import InputError, check_int
+from .core import (OBSERVATION_BOUND, EnvConfig, MarketArrays, check_action_tensor, check_env_arguments,
+                   check_reset_options, draw_start_days, initial_account, observation_size, observe,
+                   start_days_option, step_account)
 
 
 class StockTradingEnv(gym.Env):
@@ -23,13 +24,13 @@ class StockTradingEnv(gym.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, market: MarketData, config: EnvConfig | None = None, dtype: torch.dtype = torch.float64):
-        self.config = config or EnvConfig()
+        self.config = check_env_arguments("StockTradingEnv", market, config, dtype)
         self.market = market.to("cpu", dtype)
-        self.arrays = MarketArrays.from_market(self.market, self.config.fees)
+        self.arrays = MarketArrays.from_market(self.market, self.config.fees, self.config)
         self.dtype = dtype
         size = observation_size(self.market.num_stocks, self.market.num_features)
-        # Features are clipped to ±5 and weights lie in [0, 1], so ±10 bounds every entry.
-        self.observation_space = gym.spaces.Box(-10.0, 10.0, shape=(size,), dtype=np.float32)
+        self.observation_space = gym.spaces.Box(-OBSERVATION_BOUND, OBSERVATION_BOUND, shape=(size,),
+                                                dtype=np.float32)
         self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(self.market.num_stocks,), dtype=np.float32)
         self.account = None
 
@@ -42,6 +43,8 @@ class StockTradingEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         check_reset_options(options)
+        if seed is not None:
+            check_int("StockTradingEnv.reset", "seed", seed, minimum=0)  # gymnasium takes seeds >= 0 only
         super().reset(seed=seed)
         uniform = torch.tensor(self.np_random.random(), dtype=torch.float64)
         start = draw_start_days(uniform, self.arrays.num_days, self.config)
@@ -53,6 +56,9 @@ class StockTradingEnv(gym.Env):
     def step(self, action):
         if self.account is None:
             raise RuntimeError("call reset() before step()")
+        check_action_tensor(action)
+        if isinstance(action, torch.Tensor):  # a policy's output: on a GPU, or still attached to its graph
+            action = action.detach().cpu()
         try:
             values = np.asarray(action, dtype=np.float64)
         except (TypeError, ValueError):

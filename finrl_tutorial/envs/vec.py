@@ -8,13 +8,10 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from ..data.market import MarketData
-from ..errors import InputError, check_int
-from .core import (Account, EnvConfig, MarketArrays, check_reset_options, counter_uniform, draw_start_days,
-                   initial_account, observation_size, observe, seed_counters, start_days_option, step_account)
-
-# Features are clipped to ±5, the cash share and the weights lie in [0, 1], so ±10 bounds every entry
-# (the same bounds as `StockTradingEnv`).
-OBSERVATION_BOUND = 10.0
+from ..errors import InputError, check_int, require_device
+from .core import (OBSERVATION_BOUND, Account, EnvConfig, MarketArrays, check_action_tensor, check_env_arguments,
+                   check_reset_options, counter_uniform, draw_start_days, initial_account, observation_size, observe,
+                   seed_counters, start_days_option, step_account)
 
 
 class VecStockTradingEnv(VectorEnv):
@@ -58,9 +55,11 @@ class VecStockTradingEnv(VectorEnv):
                  start_window: tuple[int, int] | None = None, check_actions: bool | None = None):
         check_int("VecStockTradingEnv", "num_envs", num_envs, minimum=1)
         check_int("VecStockTradingEnv", "seed", seed)
-        self.config = config or EnvConfig()
+        self.config = check_env_arguments(type(self).__name__, market, config, dtype)
+        if device is not None:
+            require_device(device)
         self.market = market.to(device if device is not None else market.device, dtype)
-        self.arrays = MarketArrays.from_market(self.market, self.config.fees)
+        self.arrays = MarketArrays.from_market(self.market, self.config.fees, self.config)
         self.num_envs = num_envs
         self.num_stocks = self.market.num_stocks
         self.device = self.market.device
@@ -115,7 +114,14 @@ class VecStockTradingEnv(VectorEnv):
     def step(self, actions: torch.Tensor):
         if self.account is None:
             raise RuntimeError("call reset() before step()")
-        action = actions if isinstance(actions, torch.Tensor) else torch.as_tensor(actions)
+        check_action_tensor(actions)
+        action = actions
+        if not isinstance(action, torch.Tensor):  # (a tensor skips this: the compiled step has no try block)
+            try:
+                action = torch.as_tensor(actions)
+            except (TypeError, ValueError, RuntimeError):
+                raise InputError(f"actions must be numbers, shape ({self.num_envs}, {self.num_stocks}), "
+                                 f"got {type(actions).__name__}") from None
         if tuple(action.shape) != (self.num_envs, self.num_stocks):
             raise InputError(f"actions have shape {tuple(action.shape)}, expected ({self.num_envs}, {self.num_stocks}): "
                              "one row per env, one value in [-1, 1] per stock")

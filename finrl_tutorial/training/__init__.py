@@ -1,4 +1,5 @@
-"""Training: the loop, checkpoints, and the scale-out paths (workers, learners).
+"""Training: the loop, checkpoints, the run resolved once at its top (`Run`, `open_run`), and the
+scale-out paths (workers, learners).
 
 ``TrainingError`` (`finrl_tutorial.errors`), ``atomic_save`` (`finrl_tutorial.atomic`) and
 ``shard_start_windows`` (`finrl_tutorial.envs`) are re-exported here, where a training script looks."""
@@ -10,8 +11,10 @@ from .trainer import LOG_COLUMNS, TrainResult, evaluate, initial_agent, train
 from .distributed import DataParallelContext, DistributedContext
 from .equivalence import ddp_equivalence
 from .experiment import results_table, run_experiment
+from .run import Run, data_fingerprint, open_run
 from .workers import WorkerPool
 
-__all__ = ["LOG_COLUMNS", "DataParallelContext", "DistributedContext", "TrainResult", "TrainingError", "WorkerPool",
-           "agent_from_checkpoint", "atomic_save", "ddp_equivalence", "evaluate", "initial_agent", "load_checkpoint", "results_table",
-           "run_experiment", "shard_start_windows", "train"]
+__all__ = ["LOG_COLUMNS", "DataParallelContext", "DistributedContext", "Run", "TrainResult", "TrainingError",
+           "WorkerPool", "agent_from_checkpoint", "atomic_save", "data_fingerprint", "ddp_equivalence", "evaluate",
+           "initial_agent", "load_checkpoint", "open_run", "results_table", "run_experiment", "shard_start_windows",
+           "train"]

@@ -2,6 +2,8 @@
 ``torch.load(weights_only=True)``."""
 from __future__ import annotations
 
+import math
+import numbers
 import os
 import warnings
 from dataclasses import asdict, fields
@@ -15,37 +17,80 @@ from ..errors import InputError
 from ..rules import FeeSchedule
 
 
-def config_to_dict(config) -> dict:
-    """A dataclass config as plain JSON-able values (tuples become lists)."""
-    return asdict(config)
-
-
-def env_config_from_dict(values: dict) -> EnvConfig:
-    values = dict(values)
-    fees = values.pop("fees", None)
-    if isinstance(fees, dict):
-        values["fees"] = FeeSchedule(**{k: tuple(tuple(step) for step in v) if isinstance(v, list) else v
-                                        for k, v in fees.items()})
-    known = {f.name for f in fields(EnvConfig)}
-    return EnvConfig(**{k: v for k, v in values.items() if k in known})
-
-
-def agent_config_from_dict(values: dict) -> PPOConfig:
-    values = dict(values)
-    algo = values.pop("algo", "ppo")
-    # checkpoints written before the stockwise network and the portfolio head existed
-    values.setdefault("network", "mlp")
-    values.setdefault("portfolio_head", False)
-    known = {f.name for f in fields(PPOConfig)}
-    return make_config(algo, **{k: v for k, v in values.items() if k in known})
-
-
 class CheckpointError(InputError):
     """A file that is not a usable checkpoint (unreadable, incomplete, or for another network)."""
 
 
 class MissingCheckpointError(CheckpointError, FileNotFoundError):
     """No checkpoint at the path given."""
+
+
+def config_to_dict(config) -> dict:
+    """A dataclass config as plain JSON-able values (tuples become lists)."""
+    return asdict(config)
+
+
+def _number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
+def fees_from_dict(values) -> FeeSchedule:
+    """The `FeeSchedule` a checkpoint saved, every field checked: a rate is a finite number >= 0, a
+    schedule a list of ``[date, rate]`` steps. Anything else is refused, never replaced by the
+    default fees (a backtest with other fees than the agent's is a silently wrong result)."""
+    if not isinstance(values, dict):
+        raise CheckpointError(f"the checkpoint's env_config.fees is {values!r}, not a fee schedule")
+    known = {f.name: f for f in fields(FeeSchedule)}
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise CheckpointError(f"the checkpoint's env_config.fees has unknown fields {', '.join(unknown)}")
+    checked = {}
+    for name, value in values.items():
+        if isinstance(known[name].default, tuple):  # a schedule: (date, rate) steps
+            steps = value if isinstance(value, (list, tuple)) else None
+            if not steps or not all(isinstance(step, (list, tuple)) and len(step) == 2 and isinstance(step[0], str)
+                                    and _number(step[1]) for step in steps):
+                raise CheckpointError(f"the checkpoint's env_config.fees.{name} is {value!r}, not a list of "
+                                      "[date, rate] steps with rates >= 0")
+            checked[name] = tuple(tuple(step) for step in steps)
+        elif not _number(value):
+            raise CheckpointError(f"the checkpoint's env_config.fees.{name} is {value!r}, not a number >= 0")
+        else:
+            checked[name] = value
+    try:
+        return FeeSchedule(**checked)
+    except (TypeError, ValueError) as error:
+        raise CheckpointError(f"the checkpoint's env_config.fees cannot be used: {error}") from None
+
+
+def env_config_from_dict(values: dict) -> EnvConfig:
+    """The `EnvConfig` a checkpoint saved; a field of the wrong type or value is refused (one line)."""
+    if not isinstance(values, dict):
+        raise CheckpointError(f"the checkpoint's env_config is {values!r}, not a config")
+    values = dict(values)
+    if "fees" in values:
+        values["fees"] = fees_from_dict(values["fees"])
+    known = {f.name for f in fields(EnvConfig)}
+    try:
+        return EnvConfig(**{k: v for k, v in values.items() if k in known})
+    except (InputError, TypeError, ValueError) as error:
+        raise CheckpointError(f"the checkpoint's env_config cannot be used: {error}") from None
+
+
+def agent_config_from_dict(values: dict) -> PPOConfig:
+    """The `PPOConfig` a checkpoint saved; a field of the wrong type or value is refused (one line)."""
+    if not isinstance(values, dict):
+        raise CheckpointError(f"the checkpoint's config is {values!r}, not a config")
+    values = dict(values)
+    algo = values.pop("algo", "ppo")
+    # checkpoints written before the stockwise network and the portfolio head existed
+    values.setdefault("network", "mlp")
+    values.setdefault("portfolio_head", False)
+    known = {f.name for f in fields(PPOConfig)}
+    try:
+        return make_config(algo, **{k: v for k, v in values.items() if k in known})
+    except (InputError, TypeError, ValueError) as error:
+        raise CheckpointError(f"the checkpoint's config cannot be used: {error}") from None
 
 
 _REQUIRED_KEYS = ("model", "config", "env_config", "obs_dim", "action_dim", "tickers", "feature_names")
@@ -101,11 +146,11 @@ def load_weights(agent: torch.nn.Module, weights: dict, path="the checkpoint") -
 
 def agent_from_checkpoint(state: dict, device="cpu") -> tuple[ActorCritic, PPOConfig, EnvConfig]:
     """Rebuild the agent (in eval mode) and the configs it was trained with."""
-    try:
-        config = agent_config_from_dict(state["config"])
-        env_config = env_config_from_dict(state["env_config"])
-    except (TypeError, AttributeError) as error:  # a config dict of the wrong form
-        raise CheckpointError(f"the checkpoint's configs cannot be read: {_reason(error)}") from None
+    config = agent_config_from_dict(state["config"])
+    env_config = env_config_from_dict(state["env_config"])
+    for name in ("obs_dim", "action_dim"):
+        if not isinstance(state[name], int) or isinstance(state[name], bool) or state[name] < 1:
+            raise CheckpointError(f"the checkpoint's {name} is {state[name]!r}, not a size")
     agent = ActorCritic.from_config(state["obs_dim"], state["action_dim"], config, env_config.action_mode)
     load_weights(agent, state["model"])
     return agent.to(device).eval(), config, env_config

@@ -58,7 +58,7 @@ def env_slice(rollout: Rollout, rank: int, world_size: int) -> Rollout:
 
 def initial_agent() -> ActorCritic:
     torch.manual_seed(0)
-    return ActorCritic.from_config(OBS_DIM, ACTION_DIM, equivalence_config())
+    return ActorCritic.from_config(OBS_DIM, ACTION_DIM, equivalence_config(), "shares")  # a plain Gaussian
 
 
 def run_updates(learner, agent, rollout: Rollout, all_reduce_mean=lambda x: x) -> list[dict]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,13 +16,13 @@ from ..atomic import copy_file, write_json
 from ..backtest.runner import TABLE_COLUMNS, agent_policy, backtest
 from ..data.clean import PreparedMarket, check_split_lengths
 from ..envs import EnvConfig
-from ..errors import RunFolderError, check_int, require_device
+from ..errors import RunFolderError, check_int
 from ..metrics import sharpe_difference_ci
 from ..plots import plot_band, plot_equity, plot_weights
 from ..provenance import machine
-from . import runs
 from .checkpoint import config_to_dict
-from .trainer import _same_settings, check_memory, initial_agent, train
+from .run import Run, check_fingerprint, given_or_open, same_settings
+from .trainer import EVAL_EVERY, initial_agent, train
 
 
 def _mean_std(per_seed: list[dict]) -> tuple[dict, dict]:
@@ -36,9 +37,10 @@ MIN_SPLIT_DAYS = 20
 
 
 def run_experiment(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | None = None, *,
-                   out_dir: str | Path = "runs/default", seeds: int = 1, eval_every: int = 5,
-                   progress: bool = True, worker_pool_factory=None, distributed=None, resume: bool = False,
-                   overwrite: bool = False, min_split_days: int = MIN_SPLIT_DAYS) -> dict:
+                   out_dir: str | Path = "runs/default", seeds: int = 1, eval_every: int = EVAL_EVERY,
+                   progress: bool = True, workers: int = 0, distributed=None, resume: bool = False,
+                   overwrite: bool = False, min_split_days: int = MIN_SPLIT_DAYS, worker_pool_factory=None,
+                   run: Run | None = None) -> dict:
     """Train ``seeds`` runs (seed, seed+1, …) and backtest each on ``market.test``.
 
     Writes to ``out_dir``: ``report.json`` (with the bootstrap interval of the agent's Sharpe
@@ -46,64 +48,92 @@ def run_experiment(market: PreparedMarket, config: PPOConfig, env_config: EnvCon
     ``equity.png``, ``weights.png``, ``checkpoints/best.pt`` (the seed with the best *validation* Sharpe — the
     test split never chooses anything), and one ``seed_<k>/`` folder per seed when ``seeds > 1``.
     ``out_dir`` may not hold another run: ``resume=True`` continues it (each seed from its
-    ``last.pt``, bit-exact on CPU; the settings must be the same), ``overwrite=True`` replaces it.
-    It is locked for the whole experiment. Every split needs ``min_split_days`` trading days.
+    ``last.pt``, bit-exact on CPU; the settings and the data must be the same), ``overwrite=True``
+    replaces it. Where and how it runs (``distributed``, ``workers``, the claimed folder) is one
+    `Run`, resolved here once (or given as ``run``) and handed to every seed's `train`; the folder
+    is locked for the whole experiment. ``worker_pool_factory(seed)``: a `Collector` of your own
+    per seed instead of ``workers`` (closed after its seed). Every split needs ``min_split_days``
+    trading days.
     """
     check_int("run_experiment", "seeds", seeds, minimum=1)
     check_int("run_experiment", "eval_every", eval_every, minimum=0)
     check_split_lengths(market, min_split_days)
-    if distributed is None:  # before the run folder is touched: a run that cannot start leaves nothing
-        device = require_device(config.device)
-        if worker_pool_factory is None:
-            check_memory(config, market.train, device)
-    is_main = distributed is None or distributed.rank == 0
-    if not is_main:
-        return _run_experiment(market, config, env_config, Path(out_dir), seeds, eval_every, progress,
-                               worker_pool_factory, distributed, resume)
-    with runs.claim(out_dir, resume=resume, overwrite=overwrite):
-        return _run_experiment(market, config, env_config, Path(out_dir), seeds, eval_every, progress,
-                               worker_pool_factory, distributed, resume)
+    env_config = env_config or EnvConfig()
+    with given_or_open(run, market, config, env_config, out_dir=out_dir, resume=resume, overwrite=overwrite,
+                       distributed=distributed, workers=workers) as run:
+        return _run_experiment(market, config, env_config, run, Path(out_dir), seeds, eval_every, progress,
+                               worker_pool_factory, resume)
 
 
-def _settings(market, config, env_config, seed_list, eval_every) -> dict:
+def _settings(market, run: Run, config, env_config, seed_list, eval_every) -> dict:
+    """What makes a run this run (``config.json``; a resume must match it). The data block is the
+    report's too."""
     summary = market.summary()
     return {"config": config_to_dict(config), "env_config": config_to_dict(env_config),
             "data": {"source": summary["source"], "tickers": summary["tickers"],
                      "train": list(market.split_dates["train"]), "valid": list(market.split_dates["valid"]),
-                     "test": list(market.split_dates["test"])},
+                     "test": list(market.split_dates["test"]), "fingerprint": run.fingerprint},
             "seeds": seed_list, "eval_every": eval_every}
 
 
-def _run_experiment(market, config, env_config, out_dir: Path, seeds, eval_every, progress, worker_pool_factory,
-                    distributed, resume) -> dict:
-    env_config = env_config or EnvConfig()
-    is_main = distributed is None or distributed.rank == 0
+def _check_resumable(saved_path: Path, settings: dict, out_dir: Path) -> None:
+    """``config.json`` of the run being resumed says the same as this run's settings."""
+    if not saved_path.is_file():
+        raise RunFolderError(f"nothing to resume in {out_dir} (no config.json): start it without --resume")
+    try:
+        before = json.loads(saved_path.read_text(encoding="utf-8"))
+        if not isinstance(before, dict):
+            raise TypeError(f"a JSON {type(before).__name__}, not an object")
+    except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as error:
+        raise RunFolderError(f"cannot resume: {saved_path} is damaged ({error}); start the run again with "
+                             "--overwrite") from None
+    data = dict(before.get("data") or {})
+    check_fingerprint(data.pop("fingerprint", None), settings["data"]["fingerprint"], saved_path)
+    before = before | {"data": data | {"fingerprint": settings["data"]["fingerprint"]}}
+    ignore = {"config": ("device",), "env_config": (), "data": (), "seeds": (), "eval_every": ()}
+    for key in settings:
+        old, new = before.get(key), settings[key]
+        if isinstance(old, dict) and isinstance(new, dict):
+            same_settings(old, new, f"{key.replace('_', ' ')} settings", out_dir, ignore=ignore[key])
+        elif json.loads(json.dumps(old)) != json.loads(json.dumps(new)):
+            raise RunFolderError(f"cannot resume {out_dir} with other {key}: {old!r} -> {new!r}")
+
+
+def _seed_resumes(seed_dir: Path) -> bool:
+    """Whether a resumed experiment continues this seed from its ``last.pt`` (False: start it).
+    A seed with a ``best.pt`` but no ``last.pt`` lost its checkpoint: refused, never restarted
+    silently; one stopped before its first checkpoint restarts from iteration 0, with a warning."""
+    checkpoints = seed_dir / "checkpoints"
+    if (checkpoints / "last.pt").is_file():
+        return True
+    if (checkpoints / "best.pt").exists():
+        raise RunFolderError(f"cannot resume: {checkpoints / 'last.pt'} is missing (best.pt is there, so it was "
+                             "written and then lost); start the run again with --overwrite")
+    if (seed_dir / "log.csv").is_file():
+        warnings.warn(f"{seed_dir} stopped before its first checkpoint: it restarts from iteration 0",
+                      stacklevel=3)
+    return False
+
+
+def _run_experiment(market, config, env_config, run: Run, out_dir: Path, seeds, eval_every, progress,
+                    worker_pool_factory, resume) -> dict:
+    is_main = run.context.is_main
     seed_list = [config.seed + k for k in range(seeds)]
-    settings = _settings(market, config, env_config, seed_list, eval_every)
-    if is_main:
-        saved = out_dir / "config.json"
-        if resume:
-            if not saved.is_file():
-                raise RunFolderError(f"nothing to resume in {out_dir} (no config.json): start it without --resume")
-            before = json.loads(saved.read_text())
-            ignore = {"config": ("device",), "env_config": (), "data": (), "seeds": (), "eval_every": ()}
-            for key in settings:
-                old, new = before.get(key), settings[key]
-                if isinstance(old, dict) and isinstance(new, dict):
-                    _same_settings(old, new, f"{key.replace('_', ' ')} settings", out_dir, ignore=ignore[key])
-                elif json.loads(json.dumps(old)) != json.loads(json.dumps(new)):
-                    raise RunFolderError(f"cannot resume {out_dir} with other {key}: {old!r} -> {new!r}")
-        else:  # written first: a run stopped half-way still says what it was
-            write_json(settings, saved)
+    settings = _settings(market, run, config, env_config, seed_list, eval_every)
+    seed_dirs = [out_dir if seeds == 1 else out_dir / f"seed_{seed}" for seed in seed_list]
+    if is_main and resume:
+        _check_resumable(out_dir / "config.json", settings, out_dir)
+    elif is_main:  # written first: a run stopped half-way still says what it was
+        write_json(settings, out_dir / "config.json")
+    # every seed's run, its checkpoint checked now: a damaged seed 3 is found before seeds 1 and 2 train
+    parts = [run.part(seed_dir, replace(config, seed=seed), env_config, resume and _seed_resumes(seed_dir))
+             for seed, seed_dir in zip(seed_list, seed_dirs)]
     results, backtests = [], []
-    for seed in seed_list:
-        seed_dir = out_dir if seeds == 1 else out_dir / f"seed_{seed}"
-        last = seed_dir / "checkpoints" / "last.pt"
+    for seed, part in zip(seed_list, parts):
         pool = worker_pool_factory(seed) if worker_pool_factory else None
         try:
-            result = train(market, replace(config, seed=seed), env_config, out_dir=seed_dir, eval_every=eval_every,
-                           progress=progress, distributed=distributed, worker_pool=pool,
-                           resume=last if resume and last.is_file() else None)
+            result = train(market, replace(config, seed=seed), env_config, eval_every=eval_every, progress=progress,
+                           worker_pool=pool, run=part)
         finally:
             if pool is not None:
                 pool.close()
@@ -141,13 +171,10 @@ def _run_experiment(market, config, env_config, out_dir: Path, seeds, eval_every
 
     env_steps = sum(r.env_steps for r in results)
     wall = sum(r.wall_seconds for r in results)
-    summary = market.summary()
     report = {
-        "config": config_to_dict(config),
-        "env_config": config_to_dict(env_config),
-        "data": {"source": summary["source"], "tickers": summary["tickers"],
-                 "train": list(market.split_dates["train"]), "valid": list(market.split_dates["valid"]),
-                 "test": list(market.split_dates["test"])},
+        "config": settings["config"],
+        "env_config": settings["env_config"],
+        "data": settings["data"],
         "agent": mean,
         "agent_std": std,
         "agent_per_seed": {str(s): m for s, m in zip(seed_list, agent_metrics)},

@@ -5,7 +5,10 @@
 - The default run name moves on to a fresh folder (``runs/ppo``, ``runs/ppo-2``, … as
   ultralytics does), so the same command can be run twice.
 - A lock file (an OS lock, released even when the process is killed) keeps two processes out
-  of one folder; it is removed when the run ends.
+  of one folder; it is removed when the run ends. Every writer takes one: ``train`` on its run
+  folder (`claim`), ``backtest`` on its ``--out`` folder (`claim_output`, which also refuses a
+  training run's folder: its ``equity.png`` is not the backtest's to replace), ``bench --out`` on
+  its file (`file_lock`).
 """
 from __future__ import annotations
 
@@ -28,9 +31,9 @@ RUN_FILES = frozenset({"report.json", "config.json", "log.csv", "learning_curve.
                        "best.pt", "last.pt", "backtest.json", LOCK_NAME})
 """Files a run (or a backtest inside its folder) writes; ``--overwrite`` deletes nothing else."""
 RUN_FOLDERS = re.compile(r"checkpoints|backtest|seed_-?\d+")
-_TEMP = re.compile(r"\..+\.tmp")  # atomic_open's temp files, left by a killed process
-
-_held: dict[Path, "RunLock"] = {}  # folders this process holds, for train() inside run_experiment()
+_TEMP = re.compile(r"\..+\.tmp(\.\w+)?")  # atomic_open's temp files, left by a killed process
+TRAINING_FILES = ("report.json", "config.json", "log.csv", "checkpoints")
+"""What marks a folder as a training run's (a backtest may not write into it)."""
 
 
 def foreign_entries(folder: Path) -> list[str]:
@@ -72,18 +75,16 @@ def latest(folder: Path) -> Path:
 
 
 class RunLock:
-    """An exclusive, non-blocking lock on a run folder (``<folder>/.lock`` holding the pid)."""
+    """An exclusive, non-blocking lock on a run folder (``<folder>/<name>``, ``.lock`` by
+    default, holding the pid)."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, name: str = LOCK_NAME):
         self.folder = folder
-        self.path = folder / LOCK_NAME
+        self.path = folder / name
+        self.subject = folder if name == LOCK_NAME else folder / name[1:-len(".lock")]  # what it keeps
         self.fd: int | None = None
-        self.depth = 0
 
     def acquire(self) -> "RunLock":
-        if self.depth:
-            self.depth += 1
-            return self
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
@@ -101,13 +102,12 @@ class RunLock:
         except OSError:
             other = self._holder()
             os.close(fd)
-            raise RunFolderError(f"run folder {self.folder} is in use by another process"
+            raise RunFolderError(f"{self.subject} is in use by another process"
                                  f"{f' (pid {other})' if other else ''}: wait for it or choose another --out") \
                 from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
-        self.fd, self.depth = fd, 1
-        _held[self.folder.resolve()] = self
+        self.fd = fd
         return self
 
     def _holder(self) -> str:
@@ -116,12 +116,8 @@ class RunLock:
         return ""
 
     def release(self) -> None:
-        if not self.depth:
+        if self.fd is None:
             return
-        self.depth -= 1
-        if self.depth:
-            return
-        _held.pop(self.folder.resolve(), None)
         with contextlib.suppress(OSError):
             os.unlink(self.path)  # unlinked while still locked: a waiting opener sees a new inode
         os.close(self.fd)
@@ -134,14 +130,12 @@ class RunLock:
         self.release()
 
 
-def held_by_this_process(folder: Path) -> bool:
-    """Whether this process holds the lock of ``folder`` or of a folder above it."""
-    folder = folder.resolve()
-    return any(folder == path or path in folder.parents for path in _held)
-
-
 def check_target(folder: Path) -> None:
-    """``folder`` can be a run folder: not a file, and (if it exists) a folder we may write."""
+    """``folder`` can be a run folder: not a file, not a link to nowhere, and (if it exists) a
+    folder we may write."""
+    if folder.is_symlink() and not folder.exists():
+        raise RunFolderError(f"--out {folder} is a link to {os.readlink(folder)}, which does not exist: "
+                             "create its target or choose another --out")
     if folder.exists() and not folder.is_dir():
         raise RunFolderError(f"--out {folder} is a file, not a folder")
     for parent in [folder, *folder.parents]:
@@ -163,9 +157,6 @@ def claim(folder: str | os.PathLike, *, resume: bool = False, overwrite: bool = 
     folder = Path(folder)
     if resume and overwrite:
         raise RunFolderError("--resume and --overwrite exclude each other")
-    if held_by_this_process(folder):  # run_experiment already holds it for its train() calls
-        yield folder
-        return
     check_target(folder)
     if resume and not has_content(folder):
         raise RunFolderError(f"nothing to resume in {folder} (no run there): start it without --resume")
@@ -197,3 +188,41 @@ def _make_room(folder: Path, resume: bool, overwrite: bool) -> None:
             shutil.rmtree(entry)
         else:
             entry.unlink()
+
+
+@contextlib.contextmanager
+def claim_output(folder: str | os.PathLike, names, *, overwrite: bool = False, what: str = "a backtest"):
+    """Lock ``folder`` for a command that writes ``names`` into it (``backtest --out``): refused
+    when it is a training run's folder (its files are that run's), when another process writes
+    there, or when one of ``names`` exists and not ``overwrite``. A folder this creates and leaves
+    empty (the command failed) is removed. Yields the folder."""
+    folder = Path(folder)
+    check_target(folder)
+    created = not folder.exists()
+    training = [name for name in TRAINING_FILES if (folder / name).exists()]
+    if training:
+        raise RunFolderError(f"{folder} is a training run's folder (it holds {', '.join(training)}): its files are "
+                             f"not replaced by another command; write into {folder / 'backtest'} instead")
+    try:
+        with RunLock(folder):
+            taken = [name for name in names if (folder / name).exists()]
+            if taken and not overwrite:
+                raise RunFolderError(f"{folder} already holds {what} ({', '.join(taken)}): pass --overwrite to "
+                                     "replace it, or choose another --out")
+            yield folder
+    finally:
+        if created and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+
+
+@contextlib.contextmanager
+def file_lock(path: str | os.PathLike):
+    """Keep other processes from writing ``path`` (``bench --out``) while the block runs: an OS
+    lock on ``.<name>.lock`` beside it."""
+    path = Path(path)
+    check_target(path.parent)
+    if path.is_symlink() and not path.exists():
+        raise RunFolderError(f"--out {path} is a link to {os.readlink(path)}, which does not exist: "
+                             "create its target or choose another --out")
+    with RunLock(path.parent, f".{path.name}.lock"):
+        yield path

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import json
 import math
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,17 +18,16 @@ import pandas as pd
 import torch
 from tqdm import tqdm  # the plain bar: tqdm.auto needs ipywidgets in notebooks
 
-from ..agents import (ActorCritic, EnvCollector, PPOConfig, Rollout, SingleProcessContext, learn,
-                      make_optimizer)
+from ..agents import ActorCritic, PPOConfig, Rollout, learn, make_optimizer
 from ..atomic import append_open, atomic_open, atomic_save
 from ..backtest.runner import agent_policy, run_policy
 from ..data.clean import PreparedMarket
 from ..data.market import MarketData
-from ..envs import EnvConfig, VecStockTradingEnv, observation_size, shard_start_windows
-from ..errors import InputError, RunFolderError, TrainingError, check_int, require_device
+from ..envs import EnvConfig, observation_size
+from ..errors import RunFolderError, TrainingError, check_int
 from ..plots import plot_learning_curve
-from . import runs
 from .checkpoint import config_to_dict, load_checkpoint, load_weights
+from .run import Run, given_or_open
 
 LOG_COLUMNS = (
     "iteration", "env_steps", "wall_seconds", "samples_per_s", "learning_rate",
@@ -39,6 +36,10 @@ LOG_COLUMNS = (
     "valid/sharpe_ratio", "valid/cumulative_return", "valid/max_drawdown",
 )
 """Columns of ``log.csv``, in order; a value not measured in an iteration is empty (NaN)."""
+
+
+EVAL_EVERY = 5
+"""Validate (and checkpoint) every this many iterations, unless told otherwise (train, the main job, the CLI)."""
 
 
 @dataclass
@@ -74,8 +75,13 @@ class CsvLog:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         if keep_below_iteration is not None and path.exists():  # resume: keep the curve so far
-            old = pd.read_csv(path)
-            self.rows = old[old["iteration"] < keep_below_iteration].to_dict("records")
+            try:
+                old = pd.read_csv(path)
+                self.rows = old[old["iteration"] < keep_below_iteration].to_dict("records")
+            except (pd.errors.EmptyDataError, pd.errors.ParserError, KeyError, TypeError, UnicodeDecodeError) \
+                    as error:
+                raise RunFolderError(f"cannot resume: {path} is damaged ({type(error).__name__}: {error}); "
+                                     "start the run again with --overwrite") from None
         with atomic_open(path, newline="") as stream:
             writer = csv.DictWriter(stream, LOG_COLUMNS)
             writer.writeheader()
@@ -99,91 +105,29 @@ def initial_agent(market: MarketData, config: PPOConfig, env_config: EnvConfig) 
                                    config, env_config.action_mode)
 
 
-def _available_bytes(device: torch.device) -> int | None:
-    if device.type == "cuda":
-        return int(torch.cuda.mem_get_info(device)[0])
-    try:
-        import psutil  # optional, not a dependency of the package (else: sysconf below)
-        return int(psutil.virtual_memory().available)
-    except ImportError:
-        try:
-            return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (AttributeError, ValueError, OSError):
-            return None
-
-
-def check_memory(config: PPOConfig, market, device: torch.device) -> None:
-    """Refuse a rollout that cannot fit (a huge ``num_envs``) before allocating it, in one line."""
-    stocks, features = market.num_stocks, market.num_features
-    obs_dim = 1 + stocks * (features + 3)
-    # rollout buffer (float32) + the env's accounts and per-step temporaries (float32, ~16 [N, S] arrays)
-    needed = 4 * (config.horizon_len * config.num_envs * (obs_dim + stocks + 5)
-                  + config.num_envs * (4 * obs_dim + 16 * stocks))
-    available = _available_bytes(device)
-    if available is not None and needed > 0.8 * available:
-        raise InputError(f"num_envs={config.num_envs} x horizon_len={config.horizon_len} needs about "
-                         f"{needed / 2**30:,.1f} GiB on {device}, and {available / 2**30:,.1f} GiB is free: "
-                         "lower --num-envs or --horizon-len")
-
-
-def _same_settings(saved: dict, current: dict, what: str, path, ignore=("device",)) -> None:
-    """A resumed run must continue with the settings it was started with (else it is not the same run)."""
-    normal = lambda d: json.loads(json.dumps(d, default=str))  # noqa: E731  tuples vs lists
-    saved, current = normal(saved), normal(current)
-    changed = [f"{k} {saved.get(k)!r} -> {current.get(k)!r}" for k in sorted(set(saved) | set(current))
-               if k not in ignore and saved.get(k) != current.get(k)]
-    if changed:
-        raise RunFolderError(f"cannot resume {path} with other {what}: {'; '.join(changed[:4])}; "
-                             "resume with the original options, or start a new run")
-
-
-def batched_env_collector(market: MarketData, config: PPOConfig, env_config: EnvConfig, context,
-                          seed: int) -> EnvCollector:
-    """`train`'s in-process collector: one `VecStockTradingEnv` of ``config.num_envs`` sub-envs on
-    the context's device, its episodes starting in this rank's window of the start days (all of
-    them in one process; see `shard_start_windows`)."""
-    check_memory(config, market, context.device)
-    window = shard_start_windows(market.num_days, context.world_size)[context.rank]
-    # actions come from the agent: a NaN there is a NaN in its weights, which `update` reports
-    return EnvCollector(VecStockTradingEnv(market, config.num_envs, env_config, device=context.device, seed=seed,
-                                           start_window=window, check_actions=False))
-
-
 class Bookkeeping:
-    """What `train` does around the loop: it holds the run folder's lock, restores a resumed run,
-    logs every iteration, validates every ``eval_every`` iterations (keeping the best weights),
-    writes the checkpoints and builds the result. Only the main rank validates and writes files."""
+    """What `train` does around the loop: it restores a resumed run, logs every iteration,
+    validates every ``eval_every`` iterations (keeping the best weights), writes the checkpoints
+    into the run's folder and builds the result. Only the main rank validates and writes files.
+    The `Run` it is given was resolved (folder claimed, checkpoint checked) before."""
 
-    def __init__(self, market: PreparedMarket, config: PPOConfig, env_config: EnvConfig, context, *, out_dir,
-                 eval_every: int, progress: bool, resume, overwrite: bool, on_evaluation):
-        self.market, self.config, self.env_config = market, config, env_config
+    def __init__(self, market: PreparedMarket, config: PPOConfig, env_config: EnvConfig, run: Run, *,
+                 eval_every: int, progress: bool, on_evaluation):
+        self.market, self.config, self.env_config, self.run = market, config, env_config, run
+        context = run.context
         self.device, self.is_main, self.world_size = torch.device(context.device), context.is_main, context.world_size
         self.rank, self.gather = context.rank, context.gather
         self.iterations = config.iterations_for(context.world_size)
         self.eval_every, self.progress, self.on_evaluation = eval_every, progress, on_evaluation
-        self.resume, self.overwrite = (Path(resume) if resume is not None else None), overwrite
-        self.checkpoints = out_dir is not None  # known to every rank: all of them take part in a checkpoint
-        self.run_dir = Path(out_dir) if (out_dir is not None and self.is_main) else None
+        self.resume, self.saved, self.checkpoints = run.resume_from, run.saved, run.checkpoints
+        self.run_dir = run.folder
         self.checkpoint_dir = self.run_dir / "checkpoints" if self.run_dir else None
         self.iteration = self.start_iteration = self.env_steps = 0  # self.iteration: the next one to run
         self.best_sharpe, self.best_weights, self.spent = -math.inf, None, 0.0
         self.last_saved = self.resume  # the last good checkpoint, for errors
-        self.saved = None
         self._exit = contextlib.ExitStack()
 
     def __enter__(self) -> "Bookkeeping":
-        try:
-            if self.run_dir is not None:
-                self._exit.enter_context(runs.claim(self.run_dir, resume=self.resume is not None,
-                                                    overwrite=self.overwrite))
-            if self.resume is not None:  # checked before anything is built: a wrong file is one line
-                self.saved = load_checkpoint(self.resume, device=self.device)
-                _same_settings(self.saved["config"], config_to_dict(self.config), "agent settings", self.resume)
-                _same_settings(self.saved["env_config"], config_to_dict(self.env_config), "env settings",
-                               self.resume)
-        except BaseException:
-            self._exit.close()
-            raise
         return self
 
     def __exit__(self, *exc) -> None:
@@ -202,10 +146,7 @@ class Bookkeeping:
             best_path = self.resume.with_name("best.pt")
             if best_path.exists():
                 self.best_weights = load_checkpoint(best_path, device=self.device)["model"]
-            ranks = state.get("ranks", [state])  # this rank's random states and envs
-            if len(ranks) != self.world_size:
-                raise RunFolderError(f"cannot resume {self.resume} on {self.world_size} rank(s): it was written by "
-                                     f"{len(ranks)}; resume with the number of processes it was started with")
+            ranks = state.get("ranks", [state])  # this rank's random states and envs (as many as ranks: checked)
             torch.set_rng_state(ranks[self.rank]["rng_torch"].cpu())
             minibatch_order.set_state(ranks[self.rank]["rng_minibatch"].cpu())
             collector.load_state_dict(ranks[self.rank])  # the episodes go on where they were
@@ -235,7 +176,7 @@ class Bookkeeping:
                               "std": list(info["feature_std"])} if "feature_mean" in info else None,
             "indicators": info.get("indicators"), "user_factors": info.get("user_factors"),
             "split_dates": {k: list(v) for k, v in getattr(self.market, "split_dates", {}).items()},
-            "source": market.source, "eval_every": self.eval_every,
+            "source": market.source, "eval_every": self.eval_every, "data_fingerprint": self.run.fingerprint,
         }
         return pipeline | {"selected_by": selected_by} | {
             "model": self.agent.state_dict(), "optimizer": self.optimizer.state_dict(),
@@ -309,39 +250,46 @@ class Bookkeeping:
 
 
 def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | None = None, *,
-          out_dir: str | Path | None = None, eval_every: int = 5, progress: bool = True,
-          resume: str | Path | None = None, distributed=None, worker_pool=None,
-          overwrite: bool = False, on_evaluation: Callable[[dict], None] | None = None) -> TrainResult:
+          out_dir: str | Path | None = None, eval_every: int = EVAL_EVERY, progress: bool = True,
+          resume: str | Path | None = None, distributed=None, workers: int = 0, worker_pool=None,
+          overwrite: bool = False, on_evaluation: Callable[[dict], None] | None = None,
+          run: Run | None = None) -> TrainResult:
     """Train ``config.algo`` on ``market.train``; select the best checkpoint on ``market.valid``.
 
     The loop is `finrl_tutorial.agents.learn`; this adds the run's files and validation
-    (`Bookkeeping`). ``resume``: a ``last.pt`` to continue from (same curve as an uninterrupted
-    run on CPU, with or without workers); it must have been written with the same configs.
+    (`Bookkeeping`). Where and how it runs is one `Run` (`finrl_tutorial.training.run`), resolved
+    once at the top from ``out_dir``, ``resume``, ``overwrite``, ``distributed`` and ``workers`` —
+    or given ready as ``run`` (as `run_experiment` does for each seed), with none of those.
+    ``resume``: a ``last.pt`` to continue from (same curve as an uninterrupted run on CPU, with or
+    without workers); it must have been written with the same configs on the same data.
     ``out_dir`` may not hold another run unless ``resume`` or ``overwrite`` (see
     `finrl_tutorial.training.runs`); it is locked while training. ``eval_every``: validate (and
     checkpoint) every K iterations and after the last; 0 never validates, and the final weights
     are saved as ``best.pt`` and ``last.pt`` at the end. The scale-out paths plug in: ``distributed``
     is the `LearnerContext` (`DataParallelContext`, `DistributedContext`; default this process),
-    ``worker_pool`` the `Collector` (a `WorkerPool`; default one batched env here), book chapters 4
-    and 5. ``on_evaluation`` is called after each validation with ``{"iteration", "env_steps",
-    "metrics", "agent", "is_best"}`` (the learning benchmark follows every candidate with it).
+    ``workers=N`` collects with N rollout processes on this rank's shard (``worker_pool``: a
+    `Collector` of your own instead, left open), book chapters 4 and 5. ``on_evaluation`` is
+    called after each validation with ``{"iteration", "env_steps", "metrics", "agent",
+    "is_best"}`` (the learning benchmark follows every candidate with it).
     """
     check_int("train", "eval_every", eval_every, minimum=0)
     env_config = env_config or EnvConfig()
-    context = distributed or SingleProcessContext(require_device(config.device))  # where the update runs
-    with Bookkeeping(market, config, env_config, context, out_dir=out_dir, eval_every=eval_every, progress=progress,
-                     resume=resume, overwrite=overwrite, on_evaluation=on_evaluation) as book:
+    with given_or_open(run, market, config, env_config, out_dir=out_dir, resume=resume is not None,
+                       overwrite=overwrite, distributed=distributed, workers=workers, resume_from=resume) as run:
+        context = run.context
         seed = config.seed + 1000 * context.rank  # each rank its own env starts and noise, same initial weights
-        collector = worker_pool or batched_env_collector(market.train, config, env_config, context, seed)
-        agent = initial_agent(market.train, config, env_config).to(context.device)
-        torch.manual_seed(seed)
-        optimizer = make_optimizer(agent, config)
-        minibatch_order = torch.Generator().manual_seed(seed)
-        collector.reset(seed=seed)
-        start = book.start(agent, optimizer, minibatch_order, collector)  # a resumed run's state, if any
-        try:
-            learn(collector, agent, config, optimizer=optimizer, on_iteration=book.after_iteration, context=context,
-                  start_iteration=start, minibatch_order=minibatch_order)
-        except FloatingPointError as error:  # non-finite loss or weights: stop, and say what was kept
-            raise TrainingError(book.stopped(error)) from None
-        return book.result()
+        with run.collector(market.train, config, env_config, seed, given=worker_pool) as collector, \
+                Bookkeeping(market, config, env_config, run, eval_every=eval_every, progress=progress,
+                            on_evaluation=on_evaluation) as book:
+            agent = initial_agent(market.train, config, env_config).to(context.device)
+            torch.manual_seed(seed)
+            optimizer = make_optimizer(agent, config)
+            minibatch_order = torch.Generator().manual_seed(seed)
+            collector.reset(seed=seed)
+            start = book.start(agent, optimizer, minibatch_order, collector)  # a resumed run's state, if any
+            try:
+                learn(collector, agent, config, optimizer=optimizer, on_iteration=book.after_iteration,
+                      context=context, start_iteration=start, minibatch_order=minibatch_order)
+            except FloatingPointError as error:  # non-finite loss or weights: stop, and say what was kept
+                raise TrainingError(book.stopped(error)) from None
+            return book.result()
