@@ -47,7 +47,6 @@ import json
 import math
 import shlex
 import statistics
-import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -67,8 +66,8 @@ from ..envs import EnvConfig
 from ..errors import InputError
 from ..metrics import daily_returns, selection_overfitting
 from ..provenance import machine
-from ..training import initial_agent, train
-from .common import explicit_command
+from ..training import initial_agent
+from .common import explicit_command, train_and_follow
 from .learn import DEFAULT_STRENGTHS, capture
 
 KNOBS = ("batch_size", "horizon_len", "repeat_times")
@@ -188,26 +187,20 @@ def run_one(market_name: str, variant: str, change: dict, seed: int, total_steps
               "buy_and_hold_valid_sharpe": hold_valid.metrics()["sharpe_ratio"],
               "valid_days": prepared.valid.num_days}
     final: dict = {}
-    evaluations_seen: list[dict] = []
 
     def follow(event: dict) -> None:
-        metrics = event["metrics"]
         policy_valid = run_policy(agent_policy(event["agent"]), prepared.valid, env_config)
-        evaluations_seen.append({"iteration": event["iteration"], "env_steps": event["env_steps"],
-                                 "valid_sharpe": metrics["sharpe_ratio"],
-                                 "valid_return": metrics["cumulative_return"],
-                                 # the checkpoint's column of the performance matrix (`overfitting`)
-                                 "valid_returns": [round(float(r), RETURN_DECIMALS)
-                                                   for r in daily_returns(policy_valid.wealth)]})
         if event["iteration"] == config.iterations - 1:
             final["policy_valid"] = policy_valid
+        # the checkpoint's column of the performance matrix (`overfitting`)
+        return {"valid_returns": [round(float(r), RETURN_DECIMALS) for r in daily_returns(policy_valid.wealth)]}
 
     untrained = initial_agent(prepared.train, config, env_config)
     record["untrained_valid_sharpe"] = run_policy(agent_policy(untrained), prepared.valid,
                                                   env_config).metrics()["sharpe_ratio"]
-    started = time.perf_counter()
-    result = train(prepared, config, env_config, eval_every=every, progress=False, on_evaluation=follow)
-    record["wall_seconds"] = time.perf_counter() - started
+    run = train_and_follow(prepared, config, env_config, eval_every=every, on_candidate=follow)
+    result, evaluations_seen = run.result, run.evaluations
+    record["wall_seconds"] = run.wall_seconds
     log = result.log
     record["env_steps"] = result.env_steps
     record["evaluations"] = evaluations_seen
