@@ -130,8 +130,11 @@ class _InPlaceSigmoidTanh(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x):
-        y = x.mul_(2).sigmoid_().mul_(2).sub_(1)
-        ctx.mark_dirty(x)
+        if x._is_view():  # writing over a view would make autograd copy its base back (CopySlices)
+            y = x.mul(2).sigmoid_().mul_(2).sub_(1)
+        else:
+            y = x.mul_(2).sigmoid_().mul_(2).sub_(1)
+            ctx.mark_dirty(x)
         ctx.save_for_backward(y)
         return y
 
@@ -198,7 +201,9 @@ class StockwiseEncoder(nn.Module):
         return torch.cat([stocks, relative, cash.unsqueeze(-2).expand(*stocks.shape[:-1], 1)], -1)
 
     def forward(self, obs: torch.Tensor, inputs: torch.Tensor | None = None) -> torch.Tensor:
-        return self.body(self.inputs(obs) if inputs is None else inputs)
+        inputs = self.inputs(obs) if inputs is None else inputs
+        # one row per (sample, stock): the layers' outputs are whole matrices, not views of one
+        return self.body(inputs.reshape(-1, inputs.shape[-1])).view(*inputs.shape[:-1], -1)
 
 
 class ActorCritic(nn.Module):
