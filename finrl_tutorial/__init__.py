@@ -1,6 +1,8 @@
 """finrl_tutorial: scalable reinforcement learning for China A-share trading.
 
-One import for the book's chapters: ``from finrl_tutorial import load_market, PPOConfig, train, …``.
+One import for the book's chapters, as d2l does: ``import finrl_tutorial as ft``, then ``ft.load_market``,
+``ft.train``, … and every room by name (``ft.data``, ``ft.envs``, ``ft.agents``, ``ft.backtest``,
+``ft.training``, ``ft.bench``, ``ft.book``, ``ft.metrics``, ``ft.plots``, ``ft.rules``).
 
 Layers: data flows one way. Each subpackage is a room; a module may import anything in its own
 room and anything in a lower layer, never a higher one (a test reads every import, those inside
@@ -26,6 +28,8 @@ from .envs import EnvConfig, StockTradingEnv, VecStockTradingEnv, VmapStockTradi
 from .errors import ConfigError, InputError, TrainingError
 from .rules import FeeSchedule
 from .training import TrainResult, agent_from_checkpoint, initial_agent, load_checkpoint, train
+
+from . import agents, backtest, bench, book, data, envs, metrics, plots, rules, training  # every room, by name
 
 __version__ = "0.1.0"
 

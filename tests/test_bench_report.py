@@ -1,10 +1,10 @@
-"""The readings of chapter 8 (finrl_tutorial.bench.report) on small hand-made records with known answers."""
+"""The readings of chapters 4-8 (finrl_tutorial.book.report) on small hand-made records with known answers."""
 from __future__ import annotations
 
 import pytest
 
-from finrl_tutorial.bench import (
-    command_line,
+from finrl_tutorial.bench import command_line, scale_label
+from finrl_tutorial.book import (
     full_run_commentary,
     loop_cost_lines,
     peer_ratio_table,
@@ -12,7 +12,6 @@ from finrl_tutorial.bench import (
     peer_target_lines,
     provenance,
     scale_findings,
-    scale_label,
     scale_spread,
 )
 

@@ -7,8 +7,9 @@ import json
 import pytest
 
 from finrl_tutorial.agents import PPOConfig
-from finrl_tutorial.bench.sweep import (FACTOR_NAME, along_the_curve, common_budget, default_variants, eval_every_for,
-                                        factor_bars, log_volume_ratio, plot_sweep, summarize, summary_table, verdict)
+from finrl_tutorial.bench.sweep import (FACTOR_NAME, common_budget, default_variants, eval_every_for, factor_bars,
+                                        log_volume_ratio, plot_sweep, summarize, verdict)
+from finrl_tutorial.book.sweep import along_the_curve, summary_table
 from finrl_tutorial.cli import main
 from finrl_tutorial.errors import InputError
 

@@ -1,7 +1,8 @@
-"""Benchmarks: ``python -m finrl_tutorial bench env|train|scale|gpu|peers|learn``, one JSON line per run.
+"""Benchmarks: ``python -m finrl_tutorial bench env|train|scale|gpu|peers|learn|sweep``, one JSON line per run.
 
 Speed is measured here, never in unit tests. Every record carries the machine and the date
-(`machine`, from `finrl_tutorial.provenance`) so a number can be traced to where it was measured.
+(`machine`, from `finrl_tutorial.provenance`) so a number can be traced to where it was measured. The bench measures and writes records;
+the book room (`finrl_tutorial.book`) turns them into tables, sentences and captions.
 """
 from __future__ import annotations
 
@@ -15,12 +16,9 @@ from ..provenance import machine
 from .common import market_with_stocks, timed
 from . import env, gpu, learn, peers, scale, sweep, train
 from .env import measure_env
+from .scale import scale_label
 from .train import measure_loop
-from .report import (env_throughput_table, full_run_commentary, gpu_summary, loop_cost_lines, peer_ratio_table,
-                     peer_summary, peer_table, peer_target_lines, provenance, scale_findings, scale_label,
-                     scale_spread)
-from .sweep import (along_the_curve, default_variants, describe, factor_bars, log_volume_ratio, plot_sweep,  # chapters 2, 7
-                    run_sweep, summary_table, sweep_caption)
+from .sweep import default_variants, factor_bars, log_volume_ratio, plot_sweep, run_sweep  # chapters 2, 7
 
 KINDS = {"env": env, "train": train, "scale": scale, "gpu": gpu, "peers": peers, "learn": learn, "sweep": sweep}
 """``bench <kind>`` → the module that measures it."""
@@ -55,7 +53,5 @@ def run(args):
         yield record
 
 
-__all__ = ["along_the_curve", "command_line", "default_variants", "describe", "factor_bars", "log_volume_ratio",
-           "plot_sweep", "run_sweep", "summary_table", "sweep_caption", "env_throughput_table", "full_run_commentary", "gpu_summary", "loop_cost_lines",
-           "machine", "market_with_stocks", "measure_env", "measure_loop", "peer_ratio_table", "peer_summary",
-           "peer_table", "peer_target_lines", "provenance", "scale_findings", "scale_label", "scale_spread", "timed"]
+__all__ = ["command_line", "default_variants", "factor_bars", "log_volume_ratio", "machine", "market_with_stocks",
+           "measure_env", "measure_loop", "plot_sweep", "run_sweep", "scale_label", "timed"]

@@ -61,10 +61,25 @@ from ..training.trainer import train
 from ..training.workers import WorkerPool
 from .common import explicit_command, market_with_stocks
 from .env import measure_env
-from .report import scale_label
 from .train import measure_loop
 
 LAYOUTS = ("single", "subproc", "vec", "vmap", "ddp", "workers", "trainer")
+
+
+def scale_label(record: dict | pd.Series) -> str:
+    """A short name for one ``bench scale`` record: ``vec 1,024``, ``subproc ×2``, ``ddp ×2 (512 envs)``,
+    ``in-process trainer (256 envs)``."""
+    layout = record["layout"]
+    if layout in ("vec", "vmap"):
+        return f"{layout} {int(record['num_envs']):,}"
+    if layout == "single":
+        return "single"
+    if layout == "subproc":
+        return f"subproc ×{int(record['processes'])}"
+    if layout == "trainer":
+        return f"in-process trainer ({int(record['num_envs']):,} envs)"
+    return f"{layout} ×{int(record['processes'])} ({int(record['num_envs']):,} envs)"
+
 
 
 def add_arguments(kinds) -> None:

@@ -277,85 +277,6 @@ def summarize(runs: list[dict], base_name: str = "base") -> list[dict]:
     return rows
 
 
-def summary_table(record: dict) -> pd.DataFrame:
-    """The summary of a sweep record as a table: one row per market and variant, final and best
-    validation Sharpe as ``mean ± std [min, max]`` and the verdict against the base."""
-    rows = []
-    base_name = record.get("base_variant", "base")
-    for row in record["summary"]:
-        line = {"market": row["market"], "variant": row["variant"], "seeds": len(row["seeds"])}
-        for measure in ("final_valid_sharpe", "best_valid_sharpe"):
-            s = row[measure]
-            line[measure.replace("_", " ")] = f"{s['mean']:.2f} ± {s['std']:.2f} [{s['min']:.2f}, {s['max']:.2f}]"
-            line[f"{measure.split('_')[0]} vs {base_name}"] = row.get(f"{measure}_vs_base", "")
-        line["wall s"] = round(row["wall_seconds"]["mean"], 1)
-        line["buy-and-hold valid Sharpe"] = round(row["buy_and_hold_valid_sharpe"], 2)
-        if "oracle_valid_sharpe" in row:
-            line["oracle valid Sharpe"] = round(row["oracle_valid_sharpe"], 2)
-        rows.append(line)
-    return pd.DataFrame(rows).set_index(["market", "variant"])
-
-
-MEASURE_NAMES = {"final_valid_sharpe": "final validation Sharpe", "best_valid_sharpe": "best validation Sharpe"}
-
-
-def describe(record: dict, measure: str = "final_valid_sharpe") -> list[str]:
-    """One sentence per market and variant, computed from the record: the variant's ``measure``
-    (mean ± std over seeds) against the base's and the buy-and-hold reference, and whether the
-    difference is an effect (the seed ranges do not overlap, `verdict`) or a tie."""
-    base_name = record.get("base_variant", "base")
-    rows = {(row["market"], row["variant"]): row for row in record["summary"]}
-    sentences = []
-    for (market, variant), row in rows.items():
-        base = rows.get((market, base_name))
-        if variant == base_name or base is None:
-            continue
-        mine, theirs = row[measure], base[measure]
-        seeds = len(row["seeds"])
-        outcome = verdict(mine["values"], theirs["values"])
-        if outcome == "tie":
-            reading = "the seed ranges overlap: a tie"
-        elif outcome == "too few seeds":
-            reading = f"{seeds} seed(s) against {len(base['seeds'])}: too few seeds for a verdict"
-        else:
-            word = "above" if outcome == "higher" else "below"
-            reading = f"all {seeds} seeds lie {word} all of the base's: an effect"
-        sentences.append(
-            f"{market}: {variant} ended at a {MEASURE_NAMES[measure]} of {mine['mean']:.2f} ± {mine['std']:.2f} "
-            f"(seeds {mine['min']:.2f} to {mine['max']:.2f}), {base_name} at {theirs['mean']:.2f} ± "
-            f"{theirs['std']:.2f} ({theirs['min']:.2f} to {theirs['max']:.2f}), buy-and-hold at "
-            f"{row['buy_and_hold_valid_sharpe']:.2f}; {reading}.")
-    return sentences
-
-
-def along_the_curve(record: dict) -> list[str]:
-    """One sentence per market and variant: at which validations (the same index on every
-    variant's grid) all its seeds lay above or below all of the base's, computed from the record."""
-    base_name = record.get("base_variant", "base")
-    groups: dict[tuple, list[dict]] = {}
-    for run in record["runs"]:
-        groups.setdefault((run["market"], run["variant"]), []).append(run)
-    sentences = []
-    for (market, variant), group in groups.items():
-        base = groups.get((market, base_name))
-        if variant == base_name or base is None:
-            continue
-        apart = []
-        for i, evaluation in enumerate(group[0]["evaluations"]):
-            outcome = verdict([r["evaluations"][i]["valid_sharpe"] for r in group],
-                              [r["evaluations"][i]["valid_sharpe"] for r in base])
-            if outcome in ("higher", "lower"):
-                apart.append((evaluation["env_steps"], outcome))
-        if not apart:
-            sentences.append(f"{market}: {variant}'s seed range overlapped the base's at every validation.")
-            continue
-        words = sorted({outcome for _, outcome in apart})
-        steps = ", ".join(f"{steps:,}" for steps, _ in apart)
-        sentences.append(f"{market}: {variant} was {' or '.join(words)} than every seed of the base at "
-                         f"{len(apart)} of {len(group[0]['evaluations'])} validations (env-steps {steps}).")
-    return sentences
-
-
 def plot_sweep(record: dict, path=None, title: str | None = None):
     """Learning curves of a sweep record: validation Sharpe against env-steps (0: the untrained
     policy), mean over seeds with
@@ -534,18 +455,6 @@ def run_sweep(experiment: str = "knobs", **options) -> dict:
         if "record" in item:
             return item["record"]
     raise AssertionError("iter_sweep ends with the record")
-
-
-def sweep_caption(record: dict, name: str) -> str:
-    """Where a sweep record comes from, for a caption: date, machine, seeds, budget and the
-    command(s) that made it (a merged record lists the commands of its parts)."""
-    machine_info = record["machine"]
-    lines = [f"Record {name}: {record['date']}, {machine_info['platform']}, {machine_info['cpu_count']} CPUs, "
-             f"torch {machine_info['torch']}; seeds {record['seeds']}, {record['total_steps']:,} env-steps per run, "
-             f"{record['evaluations'] + 1} validations each.", f"Command: {record['command']}"]
-    for part in record.get("merged_from", []):
-        lines.append(f"  part ({part['runs']} runs, {part['date']}): {part['command']}")
-    return "\n".join(lines)
 
 
 SAME_SETTINGS = ("experiment", "total_steps", "evaluations", "base_config", "base_variant")

@@ -1,4 +1,4 @@
-"""Reading committed benchmark records: the tables and sentences of chapter 8, as pure functions.
+"""Reading committed benchmark records: the tables and sentences of chapters 4-8, as pure functions.
 
 Every function takes records (the dicts of a ``bench`` JSON-lines file, or a ``report.json``) and
 returns a table or sentences computed from them; nothing here measures or reads files, so the same
@@ -12,7 +12,9 @@ from typing import Iterable
 
 import pandas as pd
 
-#: The keys of :func:`finrl_tutorial.bench.machine` that a JSON-lines record carries at its top level.
+from ..bench.scale import scale_label
+
+#: The keys of :func:`finrl_tutorial.provenance.machine` that a JSON-lines record carries at its top level.
 MACHINE_KEYS = ("cpu_count", "platform", "torch", "threads")
 
 
@@ -67,21 +69,6 @@ def loop_cost_lines(train_records: Iterable[dict] | pd.DataFrame,
         lines.append(f"{algo.upper()} with {largest:,} envs: rollout {rollout_rate:,.0f}/s{of_bare}, "
                      f"whole loop {total_rate:,.0f}/s: the update takes {share:.0%} of the time")
     return lines
-
-
-def scale_label(record: dict | pd.Series) -> str:
-    """A short name for one ``bench scale`` record: ``vec 1,024``, ``subproc ×2``, ``ddp ×2 (512 envs)``,
-    ``in-process trainer (256 envs)``."""
-    layout = record["layout"]
-    if layout in ("vec", "vmap"):
-        return f"{layout} {int(record['num_envs']):,}"
-    if layout == "single":
-        return "single"
-    if layout == "subproc":
-        return f"subproc ×{int(record['processes'])}"
-    if layout == "trainer":
-        return f"in-process trainer ({int(record['num_envs']):,} envs)"
-    return f"{layout} ×{int(record['processes'])} ({int(record['num_envs']):,} envs)"
 
 
 def _present(frame: pd.DataFrame, column: str) -> bool:

@@ -1,7 +1,13 @@
-"""What the book's chapters share: fast mode, the one-thread setup, temporary run folders, records.
+"""The book room: what the chapters share, and every reading of a committed record.
 
-A chapter starts with ``from finrl_tutorial.book import FAST, setup_chapter`` and ``setup_chapter()``
-instead of repeating the same preamble. The committed records under the repository's ``book/data/``
+A chapter starts with ``import finrl_tutorial as ft`` and ``ft.book.setup_chapter()`` instead of
+repeating the same preamble; ``ft.book.FAST`` says whether it runs its small versions. The bench
+(`finrl_tutorial.bench`) measures and writes records; this room turns them into tables, sentences,
+captions and figures: `report` (chapters 4-8: env throughput, the loop's cost, scale-out, GPU,
+peers, the committed full-size run) and `sweep` (chapters 2 and 7). The committed records under the
+repository's ``book/data/``
+ship inside the package as ``finrl_tutorial.records``, so a chapter run alone (Colab: the notebook in
+an empty folder, the package installed from the repository) finds them with :func:`record_path`. The committed records under the repository's ``book/data/``
 ship inside the package as ``finrl_tutorial.records``, so a chapter run alone (Colab: the notebook in
 an empty folder, the package installed from the repository) finds them with :func:`record_path`.
 """
@@ -19,7 +25,12 @@ from pathlib import Path
 
 import torch
 
-from .errors import InputError
+from ..errors import InputError
+from . import report, sweep
+# The readings of committed records, one import away for the chapters (``ft.book.describe(record)``).
+from .report import (env_throughput_table, full_run_commentary, gpu_summary, loop_cost_lines, peer_ratio_table,
+                     peer_summary, peer_table, peer_target_lines, provenance, scale_findings, scale_spread)
+from .sweep import MEASURE_NAMES, along_the_curve, describe, summary_table, sweep_caption
 
 FAST = os.environ.get("FINRL_TUTORIAL_FAST", "") not in ("", "0")
 """True in CI (``FINRL_TUTORIAL_FAST=1``): chapters run small versions of their experiments."""
@@ -51,7 +62,7 @@ def _records_folder():
     try:
         return importlib.resources.files("finrl_tutorial.records")
     except ModuleNotFoundError:
-        return Path(__file__).resolve().parent.parent / "book" / "data"
+        return Path(__file__).resolve().parents[2] / "book" / "data"
 
 
 def record_path(name: str) -> Path:
@@ -171,3 +182,4 @@ def plot_scale_summary(summary, ax, title: str, xlabel: str = "training samples 
     ax.set_xlabel(xlabel)
     ax.set_title(title, fontsize="medium")
     ax.grid(axis="x", alpha=0.3)
+
