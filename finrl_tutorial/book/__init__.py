@@ -27,6 +27,7 @@ import torch
 
 from ..errors import InputError
 from . import report, sweep
+from . import teaching  # chapters 1-3: like-with-like comparisons, Holm, distance from the untrained agent
 # The readings of committed records, one import away for the chapters (``ft.book.describe(record)``).
 from .report import (env_throughput_table, full_run_commentary, gpu_summary, loop_cost_lines, peer_ratio_table,
                      peer_summary, peer_table, peer_target_lines, provenance, scale_findings, scale_spread)
