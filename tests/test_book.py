@@ -50,7 +50,8 @@ CHAPTERS = [entry for entry in PAGES if re.match(r"book/\d\d_", entry)]  # the n
 GLOSSARY = ROOT / "book" / "glossary.md"
 #: Terms every chapter may link to as ``glossary.md#<anchor>`` (book_common rule 6).
 GLOSSARY_TERMS = ("sharpe", "sortino", "calmar", "daily-turnover", "approximate-kl", "clip-fraction", "rank",
-                  "all-reduce", "env-step", "episode-days-vs-horizon-length", "excess-return", "oracle-capture")
+                  "all-reduce", "env-step", "episode-days-vs-horizon-length", "excess-return", "oracle-capture",
+                  "survivorship-bias", "non-overlap-rule-and-holm-correction")
 #: The machine() keys a JSON-lines record carries at its top level (or inside a ``machine`` dict).
 MACHINE_KEYS = ("cpu_count", "platform", "torch")
 REPO_URL = CONFIG["repository"]["url"].rstrip("/")
