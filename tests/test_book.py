@@ -486,7 +486,9 @@ _MULTIPLIER = re.compile(r"(?<![\w.,])\d[\d,]*(?:\.\d+)?\s?(?:×|x(?=[\s,.;:)]|$
 #: worker", "3.2× faster than", "2× more than SB3"), or a sentence that names its reference before
 #: the list ("relative to the base: A 1.2×, B 0.9×", "against one rank, ...").
 _REFERENCE_AFTER = re.compile(r"\b(?:than|vs\.?|versus|against|over|of|relative to|compared (?:with|to)|"
-                              r"the base(?:line)?'?s?|baseline|ours|as much as|as fast as|its)\b", re.I)
+                              r"the base(?:line)?'?s?|baseline|ours|as (?:much|many|fast|long)|its)\b", re.I)
+#: ... or a possessive right after it: "10× buy-and-hold's fees", "1.8× the base's".
+_POSSESSIVE_AFTER = re.compile(r"^\s*(?:the\s+)?[\w-]+['’]s\b")
 _REFERENCE_BEFORE = re.compile(r"\b(?:relative to|against|vs\.?|versus|compared (?:with|to)|over|than|"
                                r"÷|divided by|ratio of|per (?:the )?base)\b|÷", re.I)
 REFERENCE_WINDOW = 10  # words after the multiplier in which its reference must appear
@@ -497,6 +499,9 @@ def _sentences(article) -> list[str]:
     lines of output blocks (code inputs and tables are left out: a table's header names its ratio)."""
     for tag in article.select("div.cell_input, table, .MathJax, .math"):
         tag.decompose()
+    for literal in article.find_all("code"):  # inline code is code: `seed + 1000 × rank` is arithmetic
+        if _MULTIPLIER.search(literal.get_text()):
+            literal.decompose()
     sentences = []
     for block in article.find_all(["p", "pre", "h1", "h2", "h3", "dt", "dd", "caption", "figcaption"]):
         text = html.unescape(block.get_text(" " if block.name != "pre" else ""))
@@ -509,7 +514,8 @@ def _unreferenced_multipliers(sentence: str) -> list[str]:
     unnamed = []
     for match in _MULTIPLIER.finditer(sentence):
         after = " ".join(sentence[match.end():].split()[:REFERENCE_WINDOW])
-        if not (_REFERENCE_AFTER.search(after) or _REFERENCE_BEFORE.search(sentence[:match.start()])):
+        if not (_REFERENCE_AFTER.search(after) or _POSSESSIVE_AFTER.match(after)
+                or _REFERENCE_BEFORE.search(sentence[:match.start()])):
             unnamed.append(match.group(0).strip())
     return unnamed
 
@@ -519,10 +525,11 @@ def _unreferenced_multipliers(sentence: str) -> list[str]:
 def test_every_speed_up_in_the_prose_names_its_baseline(entry):
     """Every multiplier a sentence states ("1.48×", "324 x") says what it is a multiple of, in the
     same sentence: a reference word within the next ten words (than, vs, versus, against, over, of,
-    relative to, compared with, the base's, baseline, ours, its, as much as), or, for a list of
-    ratios, a sentence that names its reference before them ("relative to the base: A 1.2×, B
-    0.9×"). Arithmetic ("64 × 64", "15 × (9 + 3)") is no multiplier; a table's ratios are named by
-    its header. A rule on words cannot tell a fair baseline from a slow one; it makes the baseline
+    relative to, compared with, the base's, baseline, ours, its, as much/many/fast as), a
+    possessive right after it ("10× buy-and-hold's fees"), or, for a list of ratios, a sentence that
+    names its reference before them ("relative to the base: A 1.2×, B 0.9×"). Arithmetic
+    ("64 × 64", "15 × (9 + 3)", inline code such as `seed + 1000 × rank`) is no multiplier; a
+    table's ratios are named by its header. A rule on words cannot tell a fair baseline from a slow one; it makes the baseline
     visible, so that a reader can judge it."""
     offenders = [(sentence[:120], numbers) for sentence in _sentences(_article(entry))
                  for numbers in [_unreferenced_multipliers(sentence)] if numbers]
@@ -536,6 +543,8 @@ def test_the_multiplier_rule_can_fail_and_spares_arithmetic():
     assert _unreferenced_multipliers("The batched env is 324× faster than 2 subprocess accounts.") == []
     assert _unreferenced_multipliers("Update cost relative to the base: repeat_times=16 4.1×, repeat_times=2 0.6×.") == []
     assert _unreferenced_multipliers("1 + 15 × (9 + 3) = 181 numbers; 64 × 64 = 4,096 samples.") == []
+    assert _unreferenced_multipliers("The random policy paid 1,015× buy-and-hold's fees.") == []
+    assert _unreferenced_multipliers("It cost 4.1× per sample, and 0.6× with two passes.") == ["4.1×", "0.6×"]
 
 
 def test_plot_equity_draws_the_agent_on_top_and_wider_than_every_baseline():
