@@ -23,7 +23,10 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 yaml = pytest.importorskip("yaml")  # PyYAML comes with jupyter-book (requirements.txt)
 
@@ -342,14 +345,13 @@ def test_built_book_has_the_glossary_with_its_anchors_in_the_navigation():
 # able to do, the chapter, a summary, exercises; every figure it draws reaches the page; it speaks of
 # the project and nothing else; and every "N×" it claims names what it is N times.
 
-bs4 = pytest.importorskip("bs4")  # BeautifulSoup comes with the book's theme (pydata-sphinx-theme)
-
 #: Headings of the goals section at the top of a chapter (before its first numbered section).
 GOALS_HEADING = re.compile(r"^(what you will (learn|be able to do)|learning goals|goals)\b", re.I)
 
 
 def _article(entry: str):
     """The page's article (the chapter itself, without the theme's navigation)."""
+    bs4 = pytest.importorskip("bs4")  # BeautifulSoup comes with the book's theme (pydata-sphinx-theme)
     soup = bs4.BeautifulSoup(_page(entry), "html.parser")
     article = soup.find("article") or soup.body
     for tag in article.find_all(["script", "style"]):
@@ -565,3 +567,67 @@ def test_plot_equity_draws_the_agent_on_top_and_wider_than_every_baseline():
     assert [text.get_text() for text in axis.get_legend().get_texts()][0] == "agent"
     plain = plot_equity(curves, highlight=None).axes[0]
     assert len({line.get_linewidth() for line in plain.get_lines() if not line.get_label().startswith("_")}) == 1
+
+
+# --------------------------------------------------------------------------- (d) the readings chapters 1-3 teach with
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=30))
+def test_holm_adjusts_upward_keeps_the_order_and_starts_at_bonferroni(p_values):
+    from finrl_tutorial.book.teaching import holm
+
+    adjusted = holm(p_values).to_numpy()
+    raw = np.asarray(p_values)
+    assert (adjusted >= raw - 1e-12).all() and (adjusted <= 1.0).all()
+    order = np.argsort(raw, kind="stable")
+    assert (np.diff(adjusted[order]) >= -1e-12).all(), "a smaller p-value never gets a larger adjustment"
+    assert adjusted[order[0]] == pytest.approx(min(1.0, len(raw) * raw[order[0]]))
+
+
+def test_holm_matches_the_textbook_example_and_the_no_overlap_chance_is_exact():
+    from itertools import permutations
+
+    from finrl_tutorial.book.teaching import chance_of_no_overlap, holm
+
+    assert holm([0.01, 0.04, 0.03, 0.5]).round(6).tolist() == [0.04, 0.09, 0.09, 0.5]
+    # 3 + 3 exchangeable draws: count the orderings in which one group's three all lie above or below
+    orderings = set(permutations("aaabbb"))
+    separated = sum(o[:3] in (("a",) * 3, ("b",) * 3) for o in orderings)
+    assert chance_of_no_overlap(3) == separated / len(orderings) == 0.1
+
+
+def test_paired_captures_keep_only_markets_both_learners_ran():
+    from finrl_tutorial.book.teaching import paired_captures, t_interval
+
+    def row(learner, captures):
+        return {"learner": learner, "run_steps": 100, "env_steps": 100, "select": "best", "family": "factor",
+                "captures": captures}
+
+    record = {"summary": [row("ppo", [1.0, 2.0, None, 4.0, 5.0]), row("a2c", [0.5, 1.0, 3.0])]}
+    paired = paired_captures(record, ("ppo", 100, "best"), ("a2c", 100, "best"))
+    assert paired["market"].tolist() == [0, 1] and paired["difference"].tolist() == [0.5, 1.0]
+    interval = t_interval(paired["difference"])
+    assert interval["n"] == 2 and interval["low"] < interval["mean"] == 0.75 < interval["high"]
+    assert np.isnan(t_interval([1.0])["low"])
+
+
+def test_distances_from_the_untrained_agent_are_zero_for_itself_and_bounded():
+    import pandas as pd
+    import torch
+
+    from finrl_tutorial.book.teaching import parameter_distance, portfolio_distance
+
+    net = torch.nn.Linear(3, 2)
+    assert parameter_distance(net, net) == 0.0
+    moved = torch.nn.Linear(3, 2)
+    with torch.no_grad():
+        for p, q in zip(moved.parameters(), net.parameters()):
+            p.copy_(2 * q)
+    assert parameter_distance(moved, net) == pytest.approx(1.0)
+    all_cash = pd.DataFrame([[0.0, 0.0]] * 3, columns=["a", "b"])
+    all_in_a = pd.DataFrame([[1.0, 0.0]] * 3, columns=["a", "b"])
+    half = pd.DataFrame([[0.5, 0.0]] * 3, columns=["a", "b"])
+    assert portfolio_distance(all_cash, all_cash) == 0.0
+    assert portfolio_distance(all_in_a, all_cash) == pytest.approx(1.0)
+    assert portfolio_distance(half, all_cash) == pytest.approx(0.5)
