@@ -2,7 +2,8 @@
 
 (a) Sources, always: every chapter in ``_toc.yml`` exists, carries no saved outputs, starts with a
     hidden (``remove-cell``) cell that installs the package in Colab from the repository URL of
-    ``_config.yml``, imports the package, honours fast mode and pins torch to one thread.
+    ``_config.yml``, imports the package once (``import finrl_tutorial as ft``), honours fast mode
+    (``ft.book.FAST``) and pins torch to one thread (``ft.book.setup_chapter()``).
     Chapters run as Colab runs them: no ``Path("data/…")``, no ``../tests``, no ``sys.path`` edits;
     every record a chapter cites (``record_path("…")``/``read_records("…")``) exists under
     ``book/data`` and carries its date, machine and command; the glossary is in the table of contents
@@ -12,6 +13,10 @@
     no page that loads a script (or a stylesheet) from another host (the book works offline), no
     visible code cell that is only asserts (check cells are tagged ``remove-cell``), and the glossary
     page with its anchors.
+(c) A book that teaches, on the built HTML: every chapter has its goals, a summary and 3-5 exercises
+    (hints and solutions folded away); every code cell that draws a figure shows it on the page; no
+    page speaks of how the project is made; every multiplier ("N×") in the prose names its baseline.
+(d) The small statistics the first chapters teach with (``finrl_tutorial.book.teaching``).
 
 The chapters themselves run as tests in ``tests/test_colab.py`` (each alone, against the installed wheel).
 """
