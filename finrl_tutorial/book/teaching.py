@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 import torch
-from scipy import stats
 
 __all__ = ["t_interval", "holm", "chance_of_no_overlap", "paired_captures", "sweep_comparisons",
            "parameter_distance", "portfolio_distance"]
@@ -22,6 +21,8 @@ __all__ = ["t_interval", "holm", "chance_of_no_overlap", "paired_captures", "swe
 def t_interval(values: Sequence[float], level: float = 0.95) -> dict:
     """Mean of ``values`` with its Student-t interval (``n - 1`` degrees of freedom): the interval a
     mean of a few independent draws (markets, seeds) supports. ``n < 2`` gives no interval (NaN)."""
+    from scipy import stats  # here, not at the top: `import finrl_tutorial` stays quick for the CLI
+
     x = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
     n = len(x)
     mean = float(x.mean()) if n else math.nan
@@ -79,6 +80,8 @@ def sweep_comparisons(record: dict, measures: Sequence[str] = ("final_valid_shar
     the mean paired difference, the record's own non-overlap verdict, the paired t-test's p-value and
     its Holm adjustment over **all** the comparisons of the table. ``holm_verdict`` is "higher" or
     "lower" only where the adjusted p-value is below ``level``."""
+    from scipy import stats  # here, not at the top: `import finrl_tutorial` stays quick for the CLI
+
     values = {(run["market"], run["variant"], run["seed"], measure): run[measure]
               for run in record["runs"] for measure in measures}
     base = record.get("base_variant", "base")
