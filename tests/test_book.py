@@ -393,7 +393,7 @@ def test_built_chapter_has_goals_a_summary_and_three_to_five_exercises(entry):
     """A goals section ("What you will learn", a list of at least two things) before the first
     numbered section; a "Summary" section; an "Exercises" section whose numbered list holds 3-5
     exercises; hints and solutions in it are hidden (MyST dropdown admonitions, or code cells
-    tagged hide-input), so a reader tries first."""
+    tagged hide-input or hide-cell), so a reader tries first."""
     sections = _sections(_article(entry))
     titles = [title for title, _ in sections]
     goals = [i for i, title in enumerate(titles) if GOALS_HEADING.match(title)]
