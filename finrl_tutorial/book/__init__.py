@@ -27,6 +27,7 @@ import torch
 from ..errors import InputError
 from ..provenance import fast_mode
 from . import report, scale, sweep
+from . import teaching  # chapters 1-3: like-with-like comparisons, Holm, distance from the untrained agent
 from .cli import cli_command, run_cli
 # The readings of committed records, one import away for the chapters (``ft.book.describe(record)``).
 from .report import (env_throughput_table, full_run_commentary, gpu_summary, loop_cost_lines, peer_ratio_table,
