@@ -31,7 +31,9 @@ rounding, and dividing by that residue would give an arbitrary ratio near ``1e15
 
 from __future__ import annotations
 
+import itertools
 import math
+from statistics import NormalDist
 from typing import Any, Sequence
 
 import numpy as np
@@ -51,6 +53,12 @@ __all__ = [
     "average_daily_turnover",
     "performance_summary",
     "sharpe_difference_ci",
+    "return_moments",
+    "probabilistic_sharpe_ratio",
+    "expected_max_sharpe",
+    "deflated_sharpe_ratio",
+    "probability_of_backtest_overfitting",
+    "selection_overfitting",
     "SUMMARY_KEYS",
 ]
 
@@ -386,3 +394,216 @@ def sharpe_difference_ci(
     return {"difference": observed, "low": low, "high": high, "level": level, "p_value": p_value,
             "verdict": verdict, "curves": len(curves), "days": n, "block_days": block_days,
             "resamples": resamples}
+
+
+# --------------------------------------------------------------------------- overfitting
+#
+# Selection inflates results: the best of many backtests looks good by chance. Two corrections
+# from the literature, written from the papers (no well-kept package implements both; the PyPI
+# candidates are 0.x single-author releases):
+#
+# * PBO, the probability of backtest overfitting, by combinatorially symmetric cross-validation
+#   (CSCV): Bailey, Borwein, López de Prado & Zhu, "The Probability of Backtest Overfitting",
+#   Journal of Computational Finance 20(4), 2017 (SSRN 2326253, 2015), section 2.
+# * The deflated Sharpe ratio: Bailey & López de Prado, "The Deflated Sharpe Ratio: Correcting for
+#   Selection Bias, Backtest Overfitting and Non-Normality", Journal of Portfolio Management
+#   40(5), 2014, 94-107 (SSRN 2460551): the probabilistic Sharpe ratio (Bailey & López de Prado,
+#   "The Sharpe Ratio Efficient Frontier", Journal of Risk 15(2), 2012) against the Sharpe ratio
+#   the best of N unskilled trials is expected to reach.
+
+EULER_GAMMA = 0.5772156649015329
+"""The Euler–Mascheroni constant of the expected-maximum formula (`expected_max_sharpe`)."""
+
+_NORMAL = NormalDist()
+
+
+def return_moments(returns: Any) -> dict[str, float]:
+    """Annualised Sharpe ratio (rf = 0), number of returns, skewness and kurtosis (not excess:
+    3 for a normal law) of daily ``returns``; the moments are the plain (biased) sample moments
+    ``m3 / m2**1.5`` and ``m4 / m2**2`` that the deflated-Sharpe paper uses. A series without
+    spread has Sharpe 0, skewness 0 and kurtosis 3."""
+    r = np.asarray(returns, dtype=float).ravel()
+    if len(r) < 2 or not np.isfinite(r).all():
+        raise ValueError(f"returns must be at least 2 finite numbers, got {len(r)}")
+    centred = r - r.mean()
+    m2 = float(np.mean(centred**2))
+    if math.sqrt(m2) <= _ZERO_DISPERSION:
+        return {"sharpe": 0.0, "days": len(r), "skewness": 0.0, "kurtosis": 3.0}
+    return {"sharpe": float(_annual_sharpe_rows(r[None])[0]), "days": len(r),
+            "skewness": float(np.mean(centred**3)) / m2**1.5, "kurtosis": float(np.mean(centred**4)) / m2**2}
+
+
+def probabilistic_sharpe_ratio(sharpe: float, days: int, benchmark: float = 0.0, *, skewness: float = 0.0,
+                               kurtosis: float = 3.0) -> float:
+    """Probability that the true Sharpe ratio exceeds ``benchmark``, given an observed ``sharpe``
+    over ``days`` returns with that skewness and kurtosis (Bailey & López de Prado 2012, eq. 11;
+    the DSR paper, eq. 2)::
+
+        PSR(SR*) = Φ( (SR − SR*) √(T − 1) / √(1 − γ3 SR + (γ4 − 1) / 4 · SR²) )
+
+    with SR and SR* per period. ``sharpe`` and ``benchmark`` are annualised here (like
+    `sharpe_ratio`) and divided by √252 first. Normal returns: ``skewness`` 0, ``kurtosis`` 3."""
+    if days < 2:
+        raise ValueError(f"days must be >= 2, got {days}")
+    sr, sr0 = sharpe / math.sqrt(PERIODS_PER_YEAR), benchmark / math.sqrt(PERIODS_PER_YEAR)
+    # the variance of the estimated Sharpe ratio; positive for any real series (kurtosis >= 1 + skew²)
+    variance = max(1.0 - skewness * sr + (kurtosis - 1.0) / 4.0 * sr * sr, 1e-12)
+    return float(_NORMAL.cdf((sr - sr0) * math.sqrt(days - 1) / math.sqrt(variance)))
+
+
+def expected_max_sharpe(trials: int, variance: float, mean: float = 0.0) -> float:
+    """Expected maximum Sharpe ratio of ``trials`` independent unskilled trials whose Sharpe
+    ratios have this cross-trial ``variance`` (DSR paper, eq. 1; Bailey, Borwein, López de Prado &
+    Zhu, "Pseudo-Mathematics and Financial Charlatanism", Notices of the AMS 61(5), 2014)::
+
+        E[max SR] ≈ mean + √V · ((1 − γ) Φ⁻¹(1 − 1/N) + γ Φ⁻¹(1 − 1/(N e))),   γ = Euler–Mascheroni
+
+    In the units of ``variance`` and ``mean`` (annualised Sharpe here). One trial is no
+    selection: ``mean``."""
+    if trials < 1 or variance < 0:
+        raise ValueError(f"trials must be >= 1 and variance >= 0, got {trials} and {variance}")
+    if trials == 1:
+        return float(mean)
+    spread = (1.0 - EULER_GAMMA) * _NORMAL.inv_cdf(1.0 - 1.0 / trials) \
+        + EULER_GAMMA * _NORMAL.inv_cdf(1.0 - 1.0 / (trials * math.e))
+    return float(mean + math.sqrt(variance) * spread)
+
+
+def deflated_sharpe_ratio(selected_returns: Any, trial_sharpes: Sequence[float], *, trials: int | None = None,
+                          level: float = 0.95) -> dict[str, Any]:
+    """The deflated Sharpe ratio of a selected strategy (Bailey & López de Prado 2014, eq. 2):
+    its probabilistic Sharpe ratio against the Sharpe ratio the best of the trials would reach
+    by luck alone, ``SR0 = expected_max_sharpe(N, Var[trial Sharpes])``, with the selected
+    strategy's own skewness and kurtosis.
+
+    ``selected_returns``: the daily returns of the chosen strategy on the period it was chosen
+    on (or a dict of `return_moments`, when only its statistics are known). ``trial_sharpes``:
+    the annualised Sharpe ratio of every trial the choice was made among, the chosen one
+    included, on the same period (their variance is the paper's V[SR_n]). ``trials``: the
+    number of independent trials N when it is smaller than ``len(trial_sharpes)`` (correlated
+    trials count less; default: every trial counts). Returns ``deflated_sharpe`` (a probability),
+    ``significant`` (it is at least ``level``), ``p_value`` (1 − DSR), the ``sharpe``,
+    ``expected_max_sharpe`` (SR0), ``trials``, ``sharpe_variance``, ``days``, ``skewness``,
+    ``kurtosis`` and the undeflated ``probabilistic_sharpe`` (against 0)."""
+    moments = dict(selected_returns) if isinstance(selected_returns, dict) else return_moments(selected_returns)
+    sharpes = np.asarray(trial_sharpes, dtype=float)
+    if sharpes.ndim != 1 or len(sharpes) < 1 or not np.isfinite(sharpes).all():
+        raise ValueError("trial_sharpes must be a non-empty list of finite Sharpe ratios")
+    n = len(sharpes) if trials is None else int(trials)
+    if not 1 <= n <= len(sharpes):
+        raise ValueError(f"trials must be in [1, {len(sharpes)}] (the trials given), got {trials}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    variance = float(sharpes.var(ddof=1)) if len(sharpes) > 1 else 0.0
+    threshold = expected_max_sharpe(n, variance)
+    shape = {"skewness": moments["skewness"], "kurtosis": moments["kurtosis"]}
+    dsr = probabilistic_sharpe_ratio(moments["sharpe"], moments["days"], threshold, **shape)
+    return {"deflated_sharpe": dsr, "significant": dsr >= level, "level": level, "p_value": 1.0 - dsr,
+            "sharpe": moments["sharpe"], "expected_max_sharpe": threshold, "trials": n,
+            "sharpe_variance": variance, "days": moments["days"], **shape,
+            "probabilistic_sharpe": probabilistic_sharpe_ratio(moments["sharpe"], moments["days"], 0.0, **shape)}
+
+
+def _column_sharpe(total: np.ndarray, squares: np.ndarray, count: float) -> np.ndarray:
+    """Per-period Sharpe ratio of columns from their sums and sums of squares over ``count`` rows."""
+    mean = total / count
+    variance = np.maximum(squares - total * mean, 0.0) / (count - 1)
+    std = np.sqrt(variance)
+    return np.where(std > _ZERO_DISPERSION, mean / np.where(std > _ZERO_DISPERSION, std, 1.0), 0.0)
+
+
+def _rank_of(chosen: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Rank (1 the lowest, ties sharing their average rank) of ``chosen[c]`` among ``values[c]``."""
+    below = (values < chosen[:, None]).sum(axis=1)
+    tied = (values == chosen[:, None]).sum(axis=1)  # the chosen value itself included
+    return below + (tied + 1) / 2.0
+
+
+def probability_of_backtest_overfitting(returns: Any, slices: int = 16) -> dict[str, Any]:
+    """PBO by combinatorially symmetric cross-validation (Bailey, Borwein, López de Prado & Zhu
+    2017, section 2.2), with the Sharpe ratio as the performance statistic.
+
+    ``returns``: the performance matrix M, one row per period (day) and one column per trial
+    (strategy, configuration, checkpoint) — ``[T, N]``, a DataFrame or an array. CSCV cuts the rows
+    into ``slices`` (S, even) consecutive blocks of equal size (the oldest ``T mod S`` rows are
+    dropped) and, for each of the C(S, S/2) ways to choose half of the blocks as the in-sample
+    set J (the rest, J̄, out of sample): picks the trial n* with the best in-sample Sharpe, takes
+    the relative rank ω = rank of n* out of sample / (N + 1) (rank 1 the worst) and its logit
+    λ = ln(ω / (1 − ω)). PBO = share of the combinations with λ ≤ 0: how often the in-sample best
+    ranks at or below the median out of sample. Noise gives about 0.5, a trial with a real edge
+    about 0.
+
+    Also returns the ``logits``, the in-sample and out-of-sample Sharpe ratio of each chosen trial
+    (annualised: ``sharpe_in``, ``sharpe_out``), ``degradation`` (least-squares slope of
+    sharpe_out on sharpe_in, section 2.3: negative means in-sample success predicts out-of-sample
+    failure), ``probability_of_loss`` (share of combinations whose chosen trial has an
+    out-of-sample Sharpe < 0), ``combinations``, ``slices``, ``trials`` and ``periods`` used."""
+    matrix = np.asarray(returns, dtype=float)
+    if matrix.ndim != 2 or matrix.shape[1] < 2:
+        raise ValueError(f"returns must be a [periods, trials] matrix with at least 2 trials, got shape {matrix.shape}")
+    if not np.isfinite(matrix).all():
+        raise ValueError("returns contain NaN or infinite values")
+    if slices < 2 or slices % 2:
+        raise ValueError(f"slices must be an even number >= 2, got {slices}")
+    periods = matrix.shape[0] // slices * slices
+    if periods // slices < 2:
+        raise ValueError(f"{matrix.shape[0]} periods are too few for {slices} slices of 2 or more")
+    blocks = matrix[matrix.shape[0] - periods:].reshape(slices, periods // slices, -1)
+    sums, squares = blocks.sum(axis=1), (blocks**2).sum(axis=1)  # [S, N]
+    chosen = np.array(list(itertools.combinations(range(slices), slices // 2)))
+    inside = np.zeros((len(chosen), slices))
+    np.put_along_axis(inside, chosen, 1.0, axis=1)
+    half = periods / 2
+    sharpe_in = _column_sharpe(inside @ sums, inside @ squares, half)  # [C, N]
+    sharpe_out = _column_sharpe((1 - inside) @ sums, (1 - inside) @ squares, half)
+    best = np.argmax(sharpe_in, axis=1)  # the first of tied bests
+    trials = matrix.shape[1]
+    chosen_in, chosen_out = (np.take_along_axis(s, best[:, None], axis=1)[:, 0] for s in (sharpe_in, sharpe_out))
+    omega = _rank_of(chosen_out, sharpe_out) / (trials + 1)
+    logits = np.log(omega / (1.0 - omega))
+    scale = math.sqrt(PERIODS_PER_YEAR)
+    chosen_in, chosen_out = chosen_in * scale, chosen_out * scale
+    spread = float(np.var(chosen_in))
+    slope = float(np.cov(chosen_in, chosen_out, bias=True)[0, 1] / spread) if spread > 0 else 0.0
+    return {"pbo": float(np.mean(logits <= 0.0)), "logits": logits.tolist(), "sharpe_in": chosen_in.tolist(),
+            "sharpe_out": chosen_out.tolist(), "degradation": slope,
+            "probability_of_loss": float(np.mean(chosen_out < 0.0)), "combinations": len(chosen),
+            "slices": slices, "trials": trials, "periods": periods}
+
+
+def selection_overfitting(trial_sharpes: Sequence[float], days: int, *, selected_returns: Any = None,
+                          returns: Any = None, trials: int | None = None, slices: int = 16,
+                          level: float = 0.95) -> dict[str, Any]:
+    """What choosing the best of several trials is worth, in one record: the deflated Sharpe
+    ratio of the chosen trial (`deflated_sharpe_ratio`) and, when the trials' daily returns are
+    given, the probability of backtest overfitting of choosing the best
+    (`probability_of_backtest_overfitting`).
+
+    ``trial_sharpes``: every trial's annualised Sharpe ratio over the ``days`` daily returns of the
+    selection period (validation); the chosen trial is the largest. ``returns``: the trials' daily
+    returns on that period, ``[days, trials]`` in the order of ``trial_sharpes`` (None: no PBO,
+    ``pbo`` is None). The chosen trial's skewness and kurtosis come from ``selected_returns``, else
+    from its column of ``returns``; without either they are a normal law's (``"moments": "assumed
+    normal"``, which overstates the DSR of negatively skewed, fat-tailed returns). The PBO's
+    per-combination lists are left out."""
+    sharpes = np.asarray(trial_sharpes, dtype=float)
+    if sharpes.ndim != 1 or len(sharpes) == 0:
+        raise ValueError("trial_sharpes must be a non-empty list")
+    matrix = None if returns is None else np.asarray(returns, dtype=float)
+    if matrix is not None and matrix.shape != (days, len(sharpes)):
+        raise ValueError(f"returns must be [days, trials] = [{days}, {len(sharpes)}], got {matrix.shape}")
+    if selected_returns is None and matrix is not None:
+        selected_returns = matrix[:, int(np.argmax(sharpes))]
+    if selected_returns is not None:
+        selected, moments = return_moments(selected_returns), "measured"
+        if selected["days"] != days:
+            raise ValueError(f"selected_returns has {selected['days']} returns, the period {days}")
+    else:
+        selected = {"sharpe": float(sharpes.max()), "days": int(days), "skewness": 0.0, "kurtosis": 3.0}
+        moments = "assumed normal"
+    out = {"deflated": deflated_sharpe_ratio(selected, sharpes, trials=trials, level=level), "moments": moments,
+           "pbo": None}
+    if matrix is not None:
+        pbo = probability_of_backtest_overfitting(matrix, slices=slices)
+        out["pbo"] = {k: v for k, v in pbo.items() if k not in ("logits", "sharpe_in", "sharpe_out")}
+    return out

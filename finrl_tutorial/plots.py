@@ -36,30 +36,45 @@ def plot_equity(
     curves: Mapping[str, pd.Series],
     path: str | os.PathLike | None = None,
     title: str = "Equity curve",
+    highlight: str | None = "agent",
 ) -> Figure:
     """Wealth curves normalised to 1.0 (top) and their drawdowns in % (bottom).
 
     ``curves`` maps a label (strategy, agent, benchmark) to a wealth series indexed by
-    date. Top axis: ``W_t / W_0``. Bottom axis: ``100 * (W_t / max_{s<=t} W_s - 1)``,
-    filled down from 0. The two axes share the x-axis.
+    date. Top axis: ``W_t / W_0``, with the start (1.0) as the reference line. Bottom axis:
+    ``100 * (W_t / max_{s<=t} W_s - 1)``, filled down from 0. The two axes share the x-axis.
+
+    The curve labelled ``highlight`` (the agent, by default) is the one the figure is about:
+    it is drawn last, on top of the baselines, in black and twice as wide, and heads the legend,
+    so the baselines that track it closely cannot hide it. ``highlight=None`` (or a label not in
+    ``curves``) draws every curve alike.
     """
     if not curves:
         raise ValueError("plot_equity needs at least one curve")
     fig = Figure(figsize=(10, 6), layout="constrained")
     ax_w, ax_dd = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
-    for label, wealth in curves.items():
-        w = _validate_wealth(wealth, name=f"curve {label!r}")
+    hero = highlight if highlight in curves else None
+    order = [label for label in curves if label != hero] + ([hero] if hero is not None else [])
+    handles = {}
+    for rank, label in enumerate(order):
+        w = _validate_wealth(curves[label], name=f"curve {label!r}")
         norm = w / w.iloc[0]
         dd = drawdown_series(w)
-        (line,) = ax_w.plot(norm.index, norm.to_numpy(), label=str(label), linewidth=1.2)
+        style = (dict(color="black", linewidth=2.4, zorder=10) if label == hero
+                 else dict(linewidth=1.1, alpha=0.85, zorder=2 + rank))
+        (line,) = ax_w.plot(norm.index, norm.to_numpy(), label=str(label), **style)
+        handles[label] = line
         ax_dd.fill_between(
-            dd.index, 100.0 * dd.to_numpy(), 0.0, color=line.get_color(), alpha=0.25, linewidth=0
+            dd.index, 100.0 * dd.to_numpy(), 0.0, color=line.get_color(),
+            alpha=0.12 if label == hero else 0.2, linewidth=0, zorder=style["zorder"]
         )
-        ax_dd.plot(dd.index, 100.0 * dd.to_numpy(), color=line.get_color(), linewidth=0.8)
+        ax_dd.plot(dd.index, 100.0 * dd.to_numpy(), color=line.get_color(),
+                   linewidth=1.6 if label == hero else 0.7, zorder=style["zorder"])
     ax_w.axhline(1.0, color="grey", linewidth=0.6, linestyle="--")
     ax_w.set_ylabel("wealth (start = 1)")
     ax_w.set_title(title)
-    ax_w.legend(loc="best")
+    legend_order = ([hero] if hero is not None else []) + [label for label in curves if label != hero]
+    ax_w.legend([handles[label] for label in legend_order], [str(label) for label in legend_order], loc="best")
     ax_w.grid(alpha=0.3)
     ax_dd.set_ylabel("drawdown (%)")
     ax_dd.set_xlabel("date")

@@ -110,6 +110,45 @@ def test_collect_rollout_bootstraps_truncations_and_zeroes_terminations():
     assert float(rollout.stats["episodes"]) == 2
 
 
+def test_collect_rollout_takes_ongoing_next_values_from_the_next_step_and_bootstraps_the_last():
+    """Ongoing episodes' next value is the following step's own value; after the last step it is
+    the critic's value of the observation the rollout returns."""
+    torch.manual_seed(1)
+    agent = ActorCritic(1, 1, (8,))
+    rollout = Rollout.empty(3, 2, 1, 1, "cpu")
+    last_obs = collect_rollout(_ScriptedEnv(), agent, rollout, torch.zeros(2, 1))
+    with torch.no_grad():
+        torch.testing.assert_close(rollout.next_values[2], agent.value(last_obs), rtol=0, atol=1e-6)
+        assert last_obs[:, 0].tolist() == [103.0, 3.0]  # both episodes ongoing after the last step
+    # env 1 is ongoing after step 0: its next value is step 1's value of the same observation
+    assert float(rollout.next_values[0, 1]) == pytest.approx(float(rollout.values[1, 1]), abs=1e-6)
+
+
+def test_in_place_tanh_is_tanh_forward_and_backward_and_leaves_views_alone():
+    from finrl_tutorial.agents.ppo import InPlaceTanh
+    x = torch.cat([torch.linspace(-30, 30, 2001), torch.tensor([0.0, -1e-8, 1e-8, 88.0, -88.0])])
+    expected = torch.tanh(x)
+    leaf = x.clone().requires_grad_()
+    got = InPlaceTanh()(leaf * 1.0)  # the input of a layer: a fresh tensor
+    torch.testing.assert_close(got, expected, rtol=0, atol=4e-7)
+    got.backward(torch.ones_like(got))
+    torch.testing.assert_close(leaf.grad, 1 - expected ** 2, rtol=0, atol=1e-6)
+    base = x.reshape(2, -1).clone()
+    viewed = InPlaceTanh()(base[0])
+    torch.testing.assert_close(viewed, expected[:base.shape[1]], rtol=0, atol=4e-7)
+    torch.testing.assert_close(base, x.reshape(2, -1))  # a view's base is not written over
+
+
+def test_mean_and_value_equal_mean_and_value_apart():
+    torch.manual_seed(0)
+    for network in ("stockwise", "mlp"):
+        agent = ActorCritic(1 + 4 * 3, 4, (16, 16), network=network, portfolio=True)
+        obs = torch.randn(5, 1 + 4 * 3)
+        with torch.no_grad():
+            mean, value = agent.mean_and_value(obs)
+            assert torch.equal(mean, agent.mean(obs)) and torch.equal(value, agent.value(obs))
+
+
 # --- the clipped objective ------------------------------------------------------------------------
 
 def test_clipped_objective_has_no_gradient_outside_the_clip_range():

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, strategies as st
 
 from finrl_tutorial.bench import command_line, scale_label
 from finrl_tutorial.book import (
@@ -11,8 +12,19 @@ from finrl_tutorial.book import (
     peer_table,
     peer_target_lines,
     provenance,
-    scale_findings,
-    scale_spread,
+)
+from finrl_tutorial.book.scale import (
+    CostModel,
+    fit_cost_model,
+    learner_threads_reading,
+    measured_points,
+    model_check,
+    phase_table,
+    project,
+    fit_per_call,
+    same_work_seconds,
+    speedup_text,
+    speedups,
 )
 
 MACHINE = {"cpu_count": 2, "platform": "Linux-x", "torch": "2.13.0+cpu", "threads": 1}
@@ -41,24 +53,147 @@ def _scale(layout, processes, num_envs, **rates):
     return {"layout": layout, "processes": processes, "num_envs": num_envs, **rates}
 
 
-def test_scale_findings_compare_two_processes_with_one_and_batched_with_subproc():
+def _phases(rollout, update, transfer=0.0, all_reduce=0.0, waiting=0.0):
+    return {"rollout": rollout, "transfer": transfer, "update": update, "all_reduce": all_reduce, "waiting": waiting}
+
+
+def _timed(layout, processes, phases, threads=None, runs=None, samples=100):
+    """A process-layout record whose samples/s is what its phases imply (``samples`` per process)."""
+    rate = processes * samples / sum(phases.values())
+    record = _scale(layout, processes, 10 * processes, samples_per_s=rate, phases=phases,
+                    samples_per_iteration=processes * samples, envs_per_process=10)
+    if threads is not None:
+        record["learner_threads"] = threads
+    if runs is not None:
+        record["runs"] = [{"samples_per_s": value, "loadavg": [load, 0, 0]} for value, load in runs]
+    return record
+
+
+def test_scale_labels_name_layout_processes_envs_and_threads():
+    records = [_scale("subproc", 2, 2), _scale("vec", 1, 1024), _scale("ddp", 2, 512),
+               _scale("trainer", 1, 256), _scale("workers", 2, 128, learner_threads=1),
+               _scale("workers", 2, 128, learner_threads=2), _scale("workers", 1, 64, learner_threads=1)]
+    assert [scale_label(r) for r in records] == [
+        "subproc ×2", "vec 1,024", "ddp ×2 (512 envs)", "in-process trainer (256 envs)",
+        "workers ×2 (128 envs, update on 1 thread)", "workers ×2 (128 envs, update on 2 threads)",
+        "workers ×1 (64 envs)"]
+
+
+def test_speedups_are_against_the_fastest_in_process_trainer_round_by_round():
     records = [
-        _scale("subproc", 2, 2, env_steps_per_s=100.0),
-        _scale("vec", 1, 1024, env_steps_per_s=5000.0),
-        _scale("ddp", 1, 256, env_steps_per_s=1000.0, samples_per_s=100.0, envs_per_process=256,
-               runs=[{"samples_per_s": 100.0}, {"samples_per_s": 90.0}]),
-        _scale("ddp", 2, 512, env_steps_per_s=1800.0, samples_per_s=150.0, envs_per_process=256,
-               runs=[{"samples_per_s": 150.0}, {"samples_per_s": 180.0}]),
+        _scale("trainer", 1, 64, samples_per_s=100.0, runs=[{"samples_per_s": 100.0, "loadavg": [3, 0, 0]},
+                                                          {"samples_per_s": 80.0, "loadavg": [5, 0, 0]}]),
+        _scale("trainer", 1, 128, samples_per_s=120.0, runs=[{"samples_per_s": 120.0, "loadavg": [4, 0, 0]},
+                                                           {"samples_per_s": 100.0, "loadavg": [6, 0, 0]}]),
+        _scale("ddp", 2, 128, samples_per_s=90.0, runs=[{"samples_per_s": 60.0, "loadavg": [8, 0, 0]},
+                                                      {"samples_per_s": 90.0, "loadavg": [9, 0, 0]}]),
+        _scale("vec", 1, 64, env_steps_per_s=1e6),  # no samples/s: not a row
     ]
-    lines = scale_findings(records)
-    assert lines[0] == ("* DDP, 2 ranks vs 1: 1.50× the training samples/s (256 envs per rank); "
-                        "env-steps/s of the two ranks together 1.80× one rank's.")
-    assert lines[1] == "* ddp: 2 vs 1 run by run (interleaved pairs): 1.50×, 2.00×"
-    assert lines[-1] == "* One batched env at its best: 5,000 env-steps/s, 50× the best subprocess VecEnv."
-    assert [scale_label(r) for r in records] == ["subproc ×2", "vec 1,024", "ddp ×1 (256 envs)", "ddp ×2 (512 envs)"]
-    assert scale_spread(records) == pytest.approx({"ddp ×1 (256 envs)": 10 / 95, "ddp ×2 (512 envs)": 30 / 165})
-    # an older record without repeats or the workers layout is still read
-    assert len(scale_findings([{k: v for k, v in r.items() if k != "runs"} for r in records])) == 2
+    table = speedups(records)
+    assert list(table.index) == ["in-process trainer (64 envs)", "in-process trainer (128 envs)", "ddp ×2 (128 envs)"]
+    assert set(table["baseline"]) == {"in-process trainer (128 envs)"}  # the fastest, not the first
+    ddp = table.loc["ddp ×2 (128 envs)"]
+    assert ddp["speed-up"] == pytest.approx(90 / 120)
+    assert (ddp["rounds min"], ddp["rounds max"]) == pytest.approx((0.5, 0.9))  # 60/120 and 90/100
+    assert (ddp["load min"], ddp["load max"]) == (8, 9) and ddp["repeats"] == 2
+    assert speedup_text(table, "ddp ×2 (128 envs)") == (
+        "0.75× the samples/s of the in-process trainer (128 envs) (round by round against it: 0.50–0.90×): "
+        "slower in every round")
+    assert list(table["verdict"]) == ["slower", "baseline", "slower"]  # every round below 1
+    # another baseline by its label; only some layouts
+    other = speedups(records, baseline="in-process trainer (64 envs)", layouts=["ddp"])
+    assert list(other.index) == ["in-process trainer (64 envs)", "ddp ×2 (128 envs)"]
+    assert other.loc["ddp ×2 (128 envs)", "speed-up"] == pytest.approx(0.9)
+    assert other.loc["ddp ×2 (128 envs)", "verdict"] == "tie"  # 60/100 and 90/80: on both sides of 1
+    assert speedup_text(other, "ddp ×2 (128 envs)").endswith(": a tie, the rounds lie on both sides of 1")
+    with pytest.raises(ValueError, match="trainer"):
+        speedups(records[2:])
+    with pytest.raises(ValueError, match="no configuration labelled"):
+        speedups(records, baseline="vec 64")
+
+
+WORKERS = [_timed("workers", 1, _phases(rollout=3.0, update=1.0, transfer=0.01)),
+           _timed("workers", 2, _phases(rollout=3.5, update=2.0, transfer=0.01), threads=1),
+           _timed("workers", 2, _phases(rollout=3.5, update=4.0, transfer=0.01), threads=2)]
+DDP = [_timed("ddp", 1, _phases(rollout=3.0, update=0.9, all_reduce=0.1)),
+       _timed("ddp", 2, _phases(rollout=3.2, update=1.0, all_reduce=0.3, waiting=0.5))]
+
+
+def test_the_cost_model_is_fitted_from_the_phases_of_one_and_two_processes():
+    workers = fit_cost_model(WORKERS, "workers")
+    assert (workers.rollout, workers.update) == pytest.approx((3.01, 1.0))
+    assert workers.overhead == pytest.approx(0.5)  # 3.51 + 2.0 - (3.01 + 2 × 1.0)
+    assert workers.serial_fraction == pytest.approx(1.0 / 4.01)
+    threaded = fit_cost_model(WORKERS, "workers", learner_threads=2)
+    assert threaded.thread_speedup == pytest.approx(0.5)  # the update took twice as long on 2 threads
+    ddp = fit_cost_model(DDP, "ddp")
+    assert (ddp.rollout, ddp.update, ddp.serial_fraction) == pytest.approx((3.0, 1.0, 0.0))
+    assert ddp.overhead == pytest.approx(5.0 - 4.0) and ddp.overhead_fraction == pytest.approx(0.25)
+    # both points are reproduced: the check is the wall clock against the phases, zero here
+    for model, records in ((workers, WORKERS), (threaded, WORKERS), (ddp, DDP)):
+        check = model_check(records, model)
+        assert list(check["processes"]) == [1.0, 2.0] and check["error"].abs().max() < 1e-9
+    with pytest.raises(ValueError, match="workers and ddp"):
+        fit_cost_model(DDP, "trainer")
+    with pytest.raises(ValueError, match="ddp layout with 2"):
+        fit_cost_model(DDP[:1], "ddp")
+
+
+def test_the_projection_follows_the_model_and_names_the_baseline():
+    model = CostModel("ddp", rollout=3.0, update=1.0, overhead=0.4, samples_per_process=100)
+    table = project(model, (1, 2, 4), baseline=50.0)
+    assert table.loc[4, "samples / s"] == pytest.approx(400 / (4 + 3 * 0.4))
+    assert table.loc[1, "speed-up"] == pytest.approx(0.5)
+    workers = CostModel("workers", rollout=3.0, update=1.0, overhead=0.0, samples_per_process=100)
+    # Amdahl with weak scaling: P workers, the update of all P blocks on one thread
+    assert workers.samples_per_s(8) == pytest.approx(800 / (3 + 8))
+    with pytest.raises(ValueError, match="processes"):
+        model.iteration_seconds(0)
+
+
+@given(rollout=st.floats(0.01, 10), update=st.floats(0.01, 10), overhead=st.floats(0, 5),
+       processes=st.integers(1, 64))
+def test_the_models_speed_up_never_exceeds_the_process_count(rollout, update, overhead, processes):
+    for layout in ("workers", "ddp"):
+        model = CostModel(layout, rollout, update, overhead, samples_per_process=10)
+        assert model.samples_per_s(processes) <= processes * model.samples_per_s(1) * (1 + 1e-9)
+        # DDP splits the update, workers do not: DDP is never slower at the same overhead
+    assert (CostModel("ddp", rollout, update, overhead, 10).samples_per_s(processes)
+            >= CostModel("workers", rollout, update, overhead, 10).samples_per_s(processes) * (1 - 1e-9))
+
+
+def test_the_same_work_in_two_processes_is_compared_by_its_rollout_phase():
+    records = [_timed("trainer", 1, _phases(rollout=4.0, update=1.0)) | {"num_envs": 10}] + WORKERS
+    reading = same_work_seconds(records, "workers")
+    assert reading == {"trainer": 4.0, "workers": 3.0, "ratio": 4.0 / 3.0, "envs": 10}
+    with pytest.raises(ValueError, match="10 envs"):
+        same_work_seconds(WORKERS, "workers")
+
+
+def test_phase_table_and_learner_threads_reading():
+    records = [r | {"runs": [{"samples_per_s": r["samples_per_s"], "loadavg": [7.0, 0, 0]}]} for r in WORKERS]
+    table = phase_table(records + DDP)
+    assert table.loc["ddp ×2 (20 envs)", "waiting"] == 0.5 and table.loc["ddp ×2 (20 envs)", "total"] == 5.0
+    assert table.loc["ddp ×2 (20 envs)", "samples / s (phases)"] == pytest.approx(40.0)
+    reading = learner_threads_reading(records)
+    assert reading["faster"] == 1 and reading["ratio"] == pytest.approx(5.51 / 7.51)
+    assert reading["loads"] == [7.0, 7.0]
+    points = measured_points(speedups([_timed("trainer", 1, _phases(2.0, 2.0))] + records), "workers", threads=1)
+    assert sorted(points) == [1, 2] and points[2][0] == pytest.approx(200 / 5.51 / 25)
+
+
+@given(call=st.floats(1e-6, 1e-2), account=st.floats(1e-9, 1e-5))
+def test_the_per_call_fit_recovers_a_linear_cost(call, account):
+    sizes = [1, 4, 64, 1024, 16384]
+    fit = fit_per_call(sizes, [n / (call + n * account) for n in sizes])
+    assert fit["call_seconds"] == pytest.approx(call, rel=1e-6, abs=1e-12)
+    assert fit["account_seconds"] == pytest.approx(account, rel=1e-6)
+    assert fit["break_even_accounts"] == pytest.approx(call / account, rel=1e-5)
+
+
+def test_the_per_call_fit_needs_two_sizes():
+    with pytest.raises(ValueError, match="two different sizes"):
+        fit_per_call([4, 4], [10.0, 11.0])
 
 
 def test_peer_tables_and_targets():

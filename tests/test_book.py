@@ -2,7 +2,8 @@
 
 (a) Sources, always: every chapter in ``_toc.yml`` exists, carries no saved outputs, starts with a
     hidden (``remove-cell``) cell that installs the package in Colab from the repository URL of
-    ``_config.yml``, imports the package, honours fast mode and pins torch to one thread.
+    ``_config.yml``, imports the package once (``import finrl_tutorial as ft``), honours fast mode
+    (``ft.book.FAST``) and pins torch to one thread (``ft.book.setup_chapter()``).
     Chapters run as Colab runs them: no ``Path("data/…")``, no ``../tests``, no ``sys.path`` edits;
     every record a chapter cites (``record_path("…")``/``read_records("…")``) exists under
     ``book/data`` and carries its date, machine and command; the glossary is in the table of contents
@@ -12,6 +13,10 @@
     no page that loads a script (or a stylesheet) from another host (the book works offline), no
     visible code cell that is only asserts (check cells are tagged ``remove-cell``), and the glossary
     page with its anchors.
+(c) A book that teaches, on the built HTML: every chapter has its goals, a summary and 3-5 exercises
+    (hints and solutions folded away); every code cell that draws a figure shows it on the page; no
+    page speaks of how the project is made; every multiplier ("N×") in the prose names its baseline.
+(d) The small statistics the first chapters teach with (``finrl_tutorial.book.teaching``).
 
 The chapters themselves run as tests in ``tests/test_colab.py`` (each alone, against the installed wheel).
 """
@@ -23,7 +28,10 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 yaml = pytest.importorskip("yaml")  # PyYAML comes with jupyter-book (requirements.txt)
 
@@ -50,7 +58,8 @@ CHAPTERS = [entry for entry in PAGES if re.match(r"book/\d\d_", entry)]  # the n
 GLOSSARY = ROOT / "book" / "glossary.md"
 #: Terms every chapter may link to as ``glossary.md#<anchor>`` (book_common rule 6).
 GLOSSARY_TERMS = ("sharpe", "sortino", "calmar", "daily-turnover", "approximate-kl", "clip-fraction", "rank",
-                  "all-reduce", "env-step", "episode-days-vs-horizon-length", "excess-return", "oracle-capture")
+                  "all-reduce", "env-step", "episode-days-vs-horizon-length", "excess-return", "oracle-capture",
+                  "survivorship-bias", "non-overlap-rule-and-holm-correction")
 #: The machine() keys a JSON-lines record carries at its top level (or inside a ``machine`` dict).
 MACHINE_KEYS = ("cpu_count", "platform", "torch")
 REPO_URL = CONFIG["repository"]["url"].rstrip("/")
@@ -155,16 +164,21 @@ def _tags(cell: dict) -> list[str]:
 
 
 @pytest.mark.parametrize("entry", CHAPTERS)
-def test_chapter_uses_the_package_in_fast_mode_with_one_thread(entry):
+def test_chapter_imports_the_package_once_and_sets_up_in_fast_mode_with_one_thread(entry):
+    """One import, as d2l does: ``import finrl_tutorial as ft`` reaches every room (``ft.book``,
+    ``ft.bench``, ``ft.agents``, ...), ``ft.book.setup_chapter()`` pins torch to one thread and
+    ``ft.book.FAST`` picks the small versions; no ``from finrl_tutorial... import`` line, no second
+    import of the package or of one of its modules."""
     code = "\n".join(_source(cell) for cell in _code_cells(entry)[1:])
-    assert re.search(r"^\s*(from finrl_tutorial[\w.]* import|import finrl_tutorial)", code, re.M), \
-        "a chapter runs the package; it must import it"
-    assert re.search(r"^from finrl_tutorial\.book import [^\n]*\bFAST\b", code, re.M) and \
-        re.search(r"^from finrl_tutorial\.book import [^\n]*\bsetup_chapter\b", code, re.M), \
-        "the preamble is `from finrl_tutorial.book import FAST, setup_chapter`"
-    assert re.search(r"^setup_chapter\(", code, re.M), "the preamble calls setup_chapter() (one torch thread)"
+    imports = re.findall(r"^\s*(?:from\s+finrl_tutorial\b[\w.]*\s+import\b.*|import\s+finrl_tutorial\b.*)$", code, re.M)
+    assert [line.strip() for line in imports] == ["import finrl_tutorial as ft"], \
+        f"{entry}: the package is imported once, as `import finrl_tutorial as ft`; found {imports}"
+    assert re.search(r"^ft\.book\.setup_chapter\(", code, re.M), "the preamble calls ft.book.setup_chapter()"
+    assert "ft.book.FAST" in code, "a chapter honours fast mode through ft.book.FAST"
     checks = [cell for cell in _code_cells(entry) if re.search(r"^\s*assert ", _source(cell), re.M)]
     assert checks, "a chapter asserts its key results"
+    assert all("remove-cell" in _tags(cell) for cell in checks if _asserts(_source(cell))[1]), \
+        "cells that are only asserts are the chapter's checks: tag them remove-cell"
 
 
 @pytest.mark.parametrize("entry", CHAPTERS)
@@ -328,3 +342,297 @@ def test_built_book_has_the_glossary_with_its_anchors_in_the_navigation():
     for entry in CHAPTERS:
         for anchor in re.findall(r"href=\"glossary\.html#([\w-]+)\"", _page(entry)):
             assert anchor in ids, f"{entry} links to glossary#{anchor}, which the page lacks"
+
+
+# --------------------------------------------------------------------------- (c) a book that teaches
+#
+# Every chapter has the shape of a textbook chapter (d2l.ai, Spinning Up): what the reader will be
+# able to do, the chapter, a summary, exercises; every figure it draws reaches the page; it speaks of
+# the project and nothing else; and every "N×" it claims names what it is N times.
+
+#: Headings of the goals section at the top of a chapter (before its first numbered section).
+GOALS_HEADING = re.compile(r"^(what you will (learn|be able to do)|learning goals|goals)\b", re.I)
+
+
+def _article(entry: str):
+    """The page's article (the chapter itself, without the theme's navigation)."""
+    bs4 = pytest.importorskip("bs4")  # BeautifulSoup comes with the book's theme (pydata-sphinx-theme)
+    soup = bs4.BeautifulSoup(_page(entry), "html.parser")
+    article = soup.find("article") or soup.body
+    for tag in article.find_all(["script", "style"]):
+        tag.decompose()
+    return article
+
+
+def _heading_text(tag) -> str:
+    return re.sub(r"\s+", " ", tag.get_text(" ", strip=True).replace("#", "")).strip()
+
+
+def _sections(article, level: str = "h2") -> list[tuple[str, object]]:
+    """(heading text, section element) of every section whose heading is ``level``, in page order."""
+    return [(_heading_text(section.find(level)), section) for section in article.find_all("section")
+            if section.find(level, recursive=False) is not None]
+
+
+def _top_level_items(section) -> list:
+    """Items of the numbered lists of a section that are not nested in another list or an
+    admonition (an exercise's hint may hold a list of its own)."""
+    items = []
+    for ordered in section.find_all("ol"):
+        if ordered.find_parent(["li", "ol", "ul"]) is not None:
+            continue
+        if any("admonition" in (parent.get("class") or []) for parent in ordered.parents):
+            continue
+        items += ordered.find_all("li", recursive=False)
+    return items
+
+
+@needs_build
+@pytest.mark.parametrize("entry", CHAPTERS)
+def test_built_chapter_has_goals_a_summary_and_three_to_five_exercises(entry):
+    """A goals section ("What you will learn", a list of at least two things) before the first
+    numbered section; a "Summary" section; an "Exercises" section whose numbered list holds 3-5
+    exercises; hints and solutions in it are hidden (MyST dropdown admonitions, or code cells
+    tagged hide-input or hide-cell), so a reader tries first."""
+    sections = _sections(_article(entry))
+    titles = [title for title, _ in sections]
+    goals = [i for i, title in enumerate(titles) if GOALS_HEADING.match(title)]
+    numbered = [i for i, title in enumerate(titles) if re.match(r"^\d+\.\d+", title)]
+    assert goals, f"{entry}: no goals section ('What you will learn') among {titles}"
+    assert not numbered or goals[0] < numbered[0], f"{entry}: the goals come before section {titles[numbered[0]]}"
+    goal_items = sections[goals[0]][1].find_all("li")
+    assert len(goal_items) >= 2, f"{entry}: the goals section lists {len(goal_items)} goal(s)"
+    summary = [section for title, section in sections if title.lower() == "summary"]
+    assert summary and summary[0].get_text(" ", strip=True).lower() != "summary", f"{entry}: no Summary section"
+    exercises = [section for title, section in sections if title.lower() == "exercises"]
+    assert exercises, f"{entry}: no Exercises section among {titles}"
+    count = len(_top_level_items(exercises[0]))
+    assert 3 <= count <= 5, f"{entry}: {count} exercises (a numbered list of 3-5 in the Exercises section)"
+    for admonition in exercises[0].find_all(class_="admonition"):
+        title = admonition.find(class_="admonition-title")
+        if title is not None and re.match(r"(hint|solution|answer)", title.get_text(strip=True), re.I):
+            assert "dropdown" in admonition.get("class", []), \
+                f"{entry}: the exercise's '{title.get_text(strip=True)}' is shown open: give it `:class: dropdown`"
+
+
+#: A code cell makes a figure when its code (comments left out) creates one through pyplot, draws
+#: with a pandas/matplotlib ``.plot``/``.barh``/``.pcolormesh`` call or calls a ``plot_*`` function
+#: (the package's figures: plot_equity, plot_sweep, bt.plot, ft.book.plot_scale_summary ...).
+_MAKES_FIGURE = re.compile(r"\bplt\.(?:subplots|figure|subplot|plot|bar|barh)\s*\(|\.plot(?:\.\w+)?\s*\(|"
+                           r"\.(?:barh|bar|pcolormesh|imshow|scatter|hist)\s*\(|\bplot_\w+\s*\(")
+
+
+def _makes_figure(code: str) -> bool:
+    lines = [re.sub(r"#.*$", "", line) for line in code.splitlines() if not line.lstrip().startswith("def ")]
+    return bool(_MAKES_FIGURE.search("\n".join(lines)))
+
+
+def _page_cells(entry: str) -> list:
+    """The page's code cells (``div.cell``), in order."""
+    return _article(entry).find_all("div", class_="cell")
+
+
+@needs_build
+@pytest.mark.parametrize("entry", CHAPTERS)
+def test_every_figure_a_chapter_draws_is_on_its_page(entry):
+    """Each code cell the page keeps (every cell not tagged remove-cell, in order) is one ``div.cell``
+    of the page; each such cell that makes a figure must show an image in its output (a figure
+    that is built but neither the cell's last expression nor displayed never reaches the reader),
+    and the page holds at least as many images as such cells."""
+    kept = [cell for cell in _code_cells(entry)[1:] if "remove-cell" not in _tags(cell) and _source(cell).strip()]
+    cells = _page_cells(entry)
+    assert len(cells) == len(kept), (f"{entry}: {len(kept)} code cells in the notebook are not removed, the page "
+                                     f"shows {len(cells)}: the page no longer maps cell for cell")
+    missing = []
+    for cell, page_cell in zip(kept, cells):
+        if _makes_figure(_source(cell)):
+            output = page_cell.find("div", class_="cell_output")
+            if output is None or not output.find("img"):
+                missing.append(_source(cell).strip().splitlines()[0][:70])
+    assert not missing, f"{entry}: cells that draw a figure the page does not show: {missing}"
+    drawn = sum(_makes_figure(_source(cell)) for cell in kept)
+    assert len(_IMAGE.findall(_page(entry))) >= drawn
+
+
+#: Words about how the project is made, which a reader of the book cannot place. Matched as whole
+#: words, case-insensitively, on the whole text of every page (prose, code and outputs alike).
+OUTSIDE_WORDS = (r"sessions?", r"helpers?", r"briefs?", r"lent", r"CEO", r"engineers?", r"merger",
+                 r"main job", r"tasks?", r"tickets?", r"pull requests?", r"PR\s*#\d+", r"issue\s*#?\d+",
+                 r"(?:this|the|that|open|filed|github)\s+issues?(?!\s+(?:price|date|size|of\s+shares))",
+                 r"issue tracker", r"filed by", r"developer brief")
+_OUTSIDE = re.compile(r"(?<![\w-])(?:" + "|".join(OUTSIDE_WORDS) + r")(?![\w-])", re.I)
+
+
+def _page_text(entry: str) -> str:
+    return re.sub(r"\s+", " ", html.unescape(_article(entry).get_text(" ")))
+
+
+ALL_PAGES = ["book/intro", *PAGES]
+
+
+@needs_build
+@pytest.mark.parametrize("entry", ALL_PAGES)
+def test_no_page_speaks_of_how_the_project_is_made(entry):
+    found = sorted({match.group(0) for match in _OUTSIDE.finditer(_page_text(entry))})
+    assert not found, f"{entry}: words from outside the project on the page: {found}"
+
+
+def test_outside_words_catch_what_they_should_and_spare_the_market_words():
+    for leak in ("the README's main job", "never lent a GPU", "the developer brief", "this issue", "issue #20",
+                 "one session", "The helper switches"):
+        assert _OUTSIDE.search(leak), leak
+    for fine in ("a bonus-share issue", "the issue price", "rights issues", "briefly", "the main board",
+                 "relented", "helpers_of_x"):
+        assert not _OUTSIDE.search(fine), fine
+
+
+#: A multiplier in the prose: a number written right before "×" (or " x "), not followed by another
+#: number or a parenthesis (then it is arithmetic: "64 × 64", "15 × (9 + 3)").
+_MULTIPLIER = re.compile(r"(?<![\w.,])\d[\d,]*(?:\.\d+)?\s?(?:×|x(?=[\s,.;:)]|$))(?!\s*[\d(¼½¾])")
+#: What it is a multiple of. Either a reference word after it ("1.8× the base's", "0.13× of one
+#: worker", "3.2× faster than", "2× more than SB3"), or a sentence that names its reference before
+#: the list ("relative to the base: A 1.2×, B 0.9×", "against one rank, ...").
+_REFERENCE_AFTER = re.compile(r"\b(?:than|vs\.?|versus|against|over|of|relative to|compared (?:with|to)|"
+                              r"the base(?:line)?'?s?|baseline|ours|as (?:much|many|fast|long)|its)\b", re.I)
+#: ... or a possessive right after it: "10× buy-and-hold's fees", "1.8× the base's".
+_POSSESSIVE_AFTER = re.compile(r"^\s*(?:the\s+)?[\w-]+['’]s\b")
+_REFERENCE_BEFORE = re.compile(r"\b(?:relative to|against|vs\.?|versus|compared (?:with|to)|over|than|"
+                               r"÷|divided by|ratio of|per (?:the )?base)\b|÷", re.I)
+REFERENCE_WINDOW = 10  # words after the multiplier in which its reference must appear
+
+
+def _sentences(article) -> list[str]:
+    """Sentences of the page's prose and printed outputs: paragraphs, list items, headings and the
+    lines of output blocks (code inputs and tables are left out: a table's header names its ratio)."""
+    for tag in article.select("div.cell_input, table, .MathJax, .math"):
+        tag.decompose()
+    for literal in article.find_all("code"):  # inline code is code: `seed + 1000 × rank` is arithmetic
+        if _MULTIPLIER.search(literal.get_text()):
+            literal.decompose()
+    sentences = []
+    for block in article.find_all(["p", "pre", "h1", "h2", "h3", "dt", "dd", "caption", "figcaption"]):
+        text = html.unescape(block.get_text(" " if block.name != "pre" else ""))
+        for line in text.splitlines() if block.name == "pre" else [text]:
+            sentences += re.split(r"(?<=[.!?])\s+(?=[A-Z*(•])", re.sub(r"\s+", " ", line).strip())
+    return [sentence for sentence in sentences if sentence]
+
+
+def _unreferenced_multipliers(sentence: str) -> list[str]:
+    unnamed = []
+    for match in _MULTIPLIER.finditer(sentence):
+        after = " ".join(sentence[match.end():].split()[:REFERENCE_WINDOW])
+        if not (_REFERENCE_AFTER.search(after) or _POSSESSIVE_AFTER.match(after)
+                or _REFERENCE_BEFORE.search(sentence[:match.start()])):
+            unnamed.append(match.group(0).strip())
+    return unnamed
+
+
+@needs_build
+@pytest.mark.parametrize("entry", ALL_PAGES)
+def test_every_speed_up_in_the_prose_names_its_baseline(entry):
+    """Every multiplier a sentence states ("1.48×", "324 x") says what it is a multiple of, in the
+    same sentence: a reference word within the next ten words (than, vs, versus, against, over, of,
+    relative to, compared with, the base's, baseline, ours, its, as much/many/fast as), a
+    possessive right after it ("10× buy-and-hold's fees"), or, for a list of ratios, a sentence that
+    names its reference before them ("relative to the base: A 1.2×, B 0.9×"). Arithmetic
+    ("64 × 64", "15 × (9 + 3)", inline code such as `seed + 1000 × rank`) is no multiplier; a
+    table's ratios are named by its header. A rule on words cannot tell a fair baseline from a slow one; it makes the baseline
+    visible, so that a reader can judge it."""
+    offenders = [(sentence[:120], numbers) for sentence in _sentences(_article(entry))
+                 for numbers in [_unreferenced_multipliers(sentence)] if numbers]
+    assert not offenders, f"{entry}: multipliers without a baseline: {offenders}"
+
+
+def test_the_multiplier_rule_can_fail_and_spares_arithmetic():
+    assert _unreferenced_multipliers("Chapter 6's headline: 324×.") == ["324×"]
+    assert _unreferenced_multipliers("Two ranks reach 1.48× with 4,096 accounts.") == ["1.48×"]
+    assert _unreferenced_multipliers("Two ranks run at 0.55× the speed of the plain trainer.") == []
+    assert _unreferenced_multipliers("The batched env is 324× faster than 2 subprocess accounts.") == []
+    assert _unreferenced_multipliers("Update cost relative to the base: repeat_times=16 4.1×, repeat_times=2 0.6×.") == []
+    assert _unreferenced_multipliers("1 + 15 × (9 + 3) = 181 numbers; 64 × 64 = 4,096 samples.") == []
+    assert _unreferenced_multipliers("The random policy paid 1,015× buy-and-hold's fees.") == []
+    assert _unreferenced_multipliers("It cost 4.1× per sample, and 0.6× with two passes.") == ["4.1×", "0.6×"]
+
+
+def test_plot_equity_draws_the_agent_on_top_and_wider_than_every_baseline():
+    import pandas as pd
+
+    from finrl_tutorial.plots import plot_equity
+
+    days = pd.date_range("2019-01-01", periods=5)
+    curves = {"agent": pd.Series([1.0, 1.1, 1.2, 1.1, 1.3], index=days),
+              "buy_and_hold": pd.Series([1.0, 1.1, 1.2, 1.1, 1.3], index=days),  # on top of the agent
+              "random": pd.Series([1.0, 0.9, 1.0, 0.9, 1.0], index=days)}
+    axis = plot_equity(curves).axes[0]
+    lines = {line.get_label(): line for line in axis.get_lines() if not line.get_label().startswith("_")}
+    agent = lines["agent"]
+    others = [line for label, line in lines.items() if label != "agent"]
+    assert all(agent.get_zorder() > line.get_zorder() and agent.get_linewidth() >= 1.5 * line.get_linewidth()
+               for line in others)
+    assert [text.get_text() for text in axis.get_legend().get_texts()][0] == "agent"
+    plain = plot_equity(curves, highlight=None).axes[0]
+    assert len({line.get_linewidth() for line in plain.get_lines() if not line.get_label().startswith("_")}) == 1
+
+
+# --------------------------------------------------------------------------- (d) the readings chapters 1-3 teach with
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=30))
+def test_holm_adjusts_upward_keeps_the_order_and_starts_at_bonferroni(p_values):
+    from finrl_tutorial.book.teaching import holm
+
+    adjusted = holm(p_values).to_numpy()
+    raw = np.asarray(p_values)
+    assert (adjusted >= raw - 1e-12).all() and (adjusted <= 1.0).all()
+    order = np.argsort(raw, kind="stable")
+    assert (np.diff(adjusted[order]) >= -1e-12).all(), "a smaller p-value never gets a larger adjustment"
+    assert adjusted[order[0]] == pytest.approx(min(1.0, len(raw) * raw[order[0]]))
+
+
+def test_holm_matches_the_textbook_example_and_the_no_overlap_chance_is_exact():
+    from itertools import permutations
+
+    from finrl_tutorial.book.teaching import chance_of_no_overlap, holm
+
+    assert holm([0.01, 0.04, 0.03, 0.5]).round(6).tolist() == [0.04, 0.09, 0.09, 0.5]
+    # 3 + 3 exchangeable draws: count the orderings in which one group's three all lie above or below
+    orderings = set(permutations("aaabbb"))
+    separated = sum(o[:3] in (("a",) * 3, ("b",) * 3) for o in orderings)
+    assert chance_of_no_overlap(3) == separated / len(orderings) == 0.1
+
+
+def test_paired_captures_keep_only_markets_both_learners_ran():
+    from finrl_tutorial.book.teaching import paired_captures, t_interval
+
+    def row(learner, captures):
+        return {"learner": learner, "run_steps": 100, "env_steps": 100, "select": "best", "family": "factor",
+                "captures": captures}
+
+    record = {"summary": [row("ppo", [1.0, 2.0, None, 4.0, 5.0]), row("a2c", [0.5, 1.0, 3.0])]}
+    paired = paired_captures(record, ("ppo", 100, "best"), ("a2c", 100, "best"))
+    assert paired["market"].tolist() == [0, 1] and paired["difference"].tolist() == [0.5, 1.0]
+    interval = t_interval(paired["difference"])
+    assert interval["n"] == 2 and interval["low"] < interval["mean"] == 0.75 < interval["high"]
+    assert np.isnan(t_interval([1.0])["low"])
+
+
+def test_distances_from_the_untrained_agent_are_zero_for_itself_and_bounded():
+    import pandas as pd
+    import torch
+
+    from finrl_tutorial.book.teaching import parameter_distance, portfolio_distance
+
+    net = torch.nn.Linear(3, 2)
+    assert parameter_distance(net, net) == 0.0
+    moved = torch.nn.Linear(3, 2)
+    with torch.no_grad():
+        for p, q in zip(moved.parameters(), net.parameters()):
+            p.copy_(2 * q)
+    assert parameter_distance(moved, net) == pytest.approx(1.0)
+    all_cash = pd.DataFrame([[0.0, 0.0]] * 3, columns=["a", "b"])
+    all_in_a = pd.DataFrame([[1.0, 0.0]] * 3, columns=["a", "b"])
+    half = pd.DataFrame([[0.5, 0.0]] * 3, columns=["a", "b"])
+    assert portfolio_distance(all_cash, all_cash) == 0.0
+    assert portfolio_distance(all_in_a, all_cash) == pytest.approx(1.0)
+    assert portfolio_distance(half, all_cash) == pytest.approx(0.5)

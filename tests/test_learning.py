@@ -143,5 +143,60 @@ def test_bench_learn_runs_end_to_end_and_refuses_bad_options(tmp_path):
     budgets = {r["env_steps"] for r in report["summary"] if r["family"] == "factor"}
     assert budgets == {0, 4096, 8192}
     assert "date" in report["machine"] and (tmp_path / "out" / "learn.png").exists()
+    factor = next(c for c in report["cases"] if c["family"] == "factor")
+    informed = factor["informed_oracle"]
+    assert informed["valid_sharpe"] == max(informed["valid_sharpes"].values()) >= informed["valid_sharpes"]["simple"]
+    assert {"test_verdict", "train_seconds"} <= set(factor["candidates"][-1])
+    assert report["runs"][0]["command"].startswith("python -m finrl_tutorial bench learn")
     bad = subprocess.run([*command[:5], "--set", "no_such_field=1"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no_such_field" in bad.stderr
+
+
+def _learn_args(*argv):
+    import argparse
+    kinds = argparse.ArgumentParser().add_subparsers()
+    learn.add_arguments(kinds)
+    return kinds.choices["learn"].parse_args(list(argv))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--budgets", "1000"], "below one ppo rollout of 4,096"),
+    (["--set", "seed=3"], "bench learn sets these itself"),
+    (["--set", "total_steps=9"], "bench learn sets these itself"),
+    (["--set", "gamma=2"], "--set"),
+    (["--stocks", "1"], "num_stocks"),
+    (["--ic", "0.7"], "ic must be in"),
+])
+def test_bench_learn_refuses_what_it_cannot_run_in_one_line(argv, message):
+    from finrl_tutorial.errors import InputError
+    with pytest.raises(InputError, match=message) as error:
+        learn.check_arguments(_learn_args(*argv))
+    assert "\n" not in str(error.value)
+    assert learn.check_arguments(_learn_args("--set", "gamma=0.5")) == {"gamma": 0.5}
+
+
+def _case(ic, stocks, seed, excess, verdict, informed=0.2, oracle=0.1):
+    point = {"env_steps": 8192, "test_excess": excess, "test_sharpe": 1.0, "test_verdict": verdict,
+             "train_seconds": 30.0, "valid_sharpe": 0.5}
+    return {"family": "factor", "ic": ic, "stocks": stocks, "seed": seed, "algo": "ppo", "total_steps": 8192,
+            "oracle_excess": oracle, "wall_seconds": 40.0, "informed_oracle": {"test_excess": informed},
+            "candidates": [point | {"env_steps": 0, "train_seconds": 0.0}, point],
+            "curve": {select: {"0": point, "8192": point} for select in learn.SELECTIONS}}
+
+
+def test_the_summary_sets_both_oracles_side_by_side_and_finds_the_smallest_beating_ic():
+    cases = [_case(0.03, 30, 0, 0.1, "tie"), _case(0.03, 30, 1, 0.05, "beats"),
+             _case(0.05, 30, 0, 0.1, "beats"), _case(0.05, 30, 1, 0.1, "beats", informed=0.1),
+             _case(0.05, 100, 0, 0.1, "tie")]
+    rows = learn.summarize(cases)
+    row = next(r for r in rows if r["ic"] == 0.05 and r["stocks"] == 30 and r["select"] == "best"
+               and r["env_steps"] == 8192)
+    assert row["capture_pooled"] == pytest.approx(1.0)  # 0.1 / 0.1
+    assert row["informed_capture_pooled"] == pytest.approx(0.1 / 0.15)
+    assert row["informed_captures"] == pytest.approx([0.5, 1.0])
+    assert row["beats_buy_and_hold"] == 2 and row["train_seconds"] == 30.0
+    assert row["informed_capture_per_minute"] == pytest.approx(row["informed_capture_pooled"] * 2)
+    smallest = learn.smallest_beating_ic(rows)
+    assert smallest[30]["all"] == 0.05 and smallest[30]["majority"] == 0.05  # 1 of 2 at 0.03 is no majority
+    assert smallest[100]["all"] is None and smallest[100]["tried"] == [{"ic": 0.05, "beats": 0, "markets": 1}]
+    assert len(learn.plot_capture(rows, None).axes) == 2

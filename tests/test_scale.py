@@ -160,11 +160,11 @@ def test_the_learner_updates_on_the_workers_idle_cores(edge_market, monkeypatch)
     assert threads_in_update == [2, 2, 1, 1]
 
 
-def test_learner_threads_default_to_one_per_worker_within_the_cores(edge_market):
-    from finrl_tutorial.training.workers import available_cores, torch_threads
+def test_learner_threads_default_to_the_measured_choice_within_the_cores(edge_market):
+    from finrl_tutorial.training.workers import DEFAULT_LEARNER_THREADS, available_cores, torch_threads
 
     with WorkerPool(edge_market.train, _tiny_config(), EDGE_ENV, num_workers=2, seed=0) as pool:
-        assert pool.learner_threads == min(2, available_cores())
+        assert pool.learner_threads == min(DEFAULT_LEARNER_THREADS, available_cores())
     with pytest.raises(ValueError, match="learner_threads"):
         WorkerPool(edge_market.train, _tiny_config(), EDGE_ENV, num_workers=2, learner_threads=0)
     before = torch.get_num_threads()
@@ -408,7 +408,15 @@ def test_bench_scale_writes_records_json_and_plots(tmp_path):
     assert workers["rollout_env_steps_per_s"] > 0 and workers["learner_threads"] == 1
     for record in (trainer, workers):  # the median of two interleaved runs, each with its load
         assert record["repeats"] == len(record["runs"]) == 2 and all(len(run["loadavg"]) == 3 for run in record["runs"])
+        assert [run["round"] for run in record["runs"]] == [0, 1]
         assert record["samples_per_s"] == pytest.approx(np.median([run["samples_per_s"] for run in record["runs"]]))
+        # the phases of an iteration: all timed, the rollout and update non-zero, a median per phase
+        assert set(record["phases"]) == set(bench.scale.PHASES) and record["samples_per_iteration"] == 8 * 64
+        assert record["phases"]["rollout"] > 0 and record["phases"]["update"] > 0
+        assert record["phases"]["all_reduce"] == record["phases"]["waiting"] == 0.0  # one process: none
+        assert record["phases"]["update"] == pytest.approx(
+            np.median([run["phases"]["update"] for run in record["runs"]]))
+    assert workers["phases"]["transfer"] > 0 and trainer["phases"]["transfer"] == 0.0
     saved = json.loads((tmp_path / "scale.json").read_text())
     assert len(saved["records"]) == len(records)
     assert (tmp_path / "env_steps.png").stat().st_size > 0 and (tmp_path / "samples.png").stat().st_size > 0

@@ -83,6 +83,9 @@ def test_tiny_sweep_writes_a_complete_record(tmp_path, capsys):
         assert run["best_valid_sharpe"] == max(e["valid_sharpe"] for e in run["evaluations"])
         assert len(run["training"]["reward_mean"]) == run["iterations"]
         assert run["wall_seconds"] > 0 and "oracle_valid_sharpe" in run and "best_test_capture" in run
+        assert all(len(e["valid_returns"]) == run["valid_days"] - 1 for e in run["evaluations"])
+    (entry,) = record["overfitting"]  # one synthetic market (seed 0): 2 variants x 3 validations
+    assert entry["trials"] == 6 and entry["moments"] == "measured" and 0 <= entry["pbo"]["pbo"] <= 1
     rows = summarize(record["runs"])
     assert {row["variant"] for row in rows} == {"base", "horizon_len=32"}
     assert summary_table(record).shape[0] == 2

@@ -1,5 +1,6 @@
 """Backtests: a policy through a whole split with full costs, against baselines (:mod:`.runner`),
-and the oracle of a synthetic market as the yardstick of learning (:mod:`.oracle`). The statistics
+and the oracles of a synthetic market as the yardsticks of learning (:mod:`.oracle`: the simple
+oracle, and the informed oracle chosen on validation among rules that know the truth). The statistics
 (`finrl_tutorial.metrics`) and figures (`finrl_tutorial.plots`) are re-exported here."""
 
 from ..metrics import (
@@ -19,7 +20,8 @@ from ..metrics import (
     sortino_ratio,
 )
 from ..plots import plot_band, plot_bars, plot_equity, plot_learning_curve, plot_weights, save_figure
-from .oracle import excess_return, oracle_capture, oracle_record
+from .oracle import (InformedOracle, InformedRule, excess_return, informed_oracle, informed_record, informed_rules,
+                     oracle_capture, oracle_record)
 
 __all__ = [
     "PERIODS_PER_YEAR",
@@ -42,7 +44,12 @@ __all__ = [
     "plot_learning_curve",
     "plot_weights",
     "save_figure",
+    "InformedOracle",
+    "InformedRule",
     "excess_return",
+    "informed_oracle",
+    "informed_record",
+    "informed_rules",
     "oracle_capture",
     "oracle_record",
 ]

@@ -1,16 +1,20 @@
-"""What every benchmark shares: a market of any width, a timing loop, the command of a record."""
+"""What every benchmark shares: a market of any width, a timing loop, the command of a record, and a
+training run followed through its validations."""
 from __future__ import annotations
 
 import argparse
 import math
 import shlex
 import time
+from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
 from ..data.clean import PreparedMarket
 from ..data.market import MarketData
 from ..errors import check_int, check_real
+from ..training.trainer import TrainResult, train
 
 
 def positive_int(text: str) -> int:
@@ -96,3 +100,46 @@ def explicit_command(args: argparse.Namespace, add_arguments) -> str:
         else:
             parts += [flag, str(value)]
     return shlex.join(parts)
+
+
+@dataclass
+class FollowedRun:
+    """A training run and what was seen at each of its validations (`train_and_follow`)."""
+
+    result: TrainResult
+    """What `train` returned (the validation-selected agent, the log)."""
+    evaluations: list[dict]
+    """One entry per validation: ``iteration``, ``env_steps``, ``valid_sharpe``, ``valid_return``,
+    ``train_seconds`` (training time up to it, the followers' own time left out) and whatever
+    ``on_candidate`` added."""
+    wall_seconds: float
+    """The whole `train` call, followers included."""
+    train_seconds: float
+    """``wall_seconds`` less the time spent in ``on_candidate``: what the learning itself took."""
+
+
+def train_and_follow(market: PreparedMarket, config, env_config, *, eval_every: int,
+                     on_candidate: Callable[[dict], dict | None] | None = None) -> FollowedRun:
+    """Train ``config`` on ``market`` (a synthetic market or any other) and follow its validations:
+    every validated agent is a candidate checkpoint; ``on_candidate(event)`` (the trainer's
+    ``on_evaluation`` event) may test it further and returns fields to add to its entry. The
+    benchmarks that read learning curves (``bench learn``, ``bench sweep``) share this."""
+    evaluations: list[dict] = []
+    followers = 0.0
+    started = time.perf_counter()
+
+    def follow(event: dict) -> None:
+        nonlocal followers
+        entered = time.perf_counter()
+        entry = {"iteration": event["iteration"], "env_steps": event["env_steps"],
+                 "valid_sharpe": event["metrics"]["sharpe_ratio"],
+                 "valid_return": event["metrics"]["cumulative_return"],
+                 "train_seconds": entered - started - followers}
+        if on_candidate is not None:
+            entry |= on_candidate(event) or {}
+        evaluations.append(entry)
+        followers += time.perf_counter() - entered
+
+    result = train(market, config, env_config, eval_every=eval_every, progress=False, on_evaluation=follow)
+    wall = time.perf_counter() - started
+    return FollowedRun(result, evaluations, wall, wall - followers)

@@ -1,23 +1,35 @@
 """Learning benchmark: does the learner capture an edge that is there?
 
 ``python -m finrl_tutorial bench learn`` trains on synthetic markets with a planted edge
-(`finrl_tutorial.data.synthetic`): every signal family at its strength (information coefficient),
-K seeds each — seed k builds market k *and* seeds the learner, so no two runs share a market.
-The yardstick is the **fraction of the oracle's excess return captured** on the untouched test
-split, with full costs:
+(`finrl_tutorial.data.synthetic`): every signal family at its strengths (information coefficient,
+``--ic``), every universe size (``--stocks``), K seeds each — seed k builds market k *and* seeds
+the learner, so no two runs share a market. The yardstick is the **fraction of an oracle's excess
+return over buy-and-hold captured** on the untouched test split, with full costs:
 
-    capture = (R_agent − R_buy&hold) / (R_oracle − R_buy&hold),   R = cumulative test return.
+    capture = (R_agent − R_buy&hold) / (R_oracle − R_buy&hold),   R = cumulative test return,
+
+against two oracles side by side: the *simple* oracle (equal weight in every stock whose expected
+return is >= 0: a learner can beat it) and the *informed* oracle, the best on validation of a
+family of rules that know the truth and trade with full costs (top-k with a holding band,
+mean-variance with a turnover penalty; `finrl_tutorial.backtest.oracle.informed_oracle`): a
+ceiling in practice, so its capture is expected to stay below 1.
 
 The learning curve is read off one run per case: every validation of the trainer is a candidate
 checkpoint; at a budget of B env steps the checkpoint reported is the one with the best
 *validation* Sharpe among the candidates seen by then (``select="best"``) or the latest one
 (``select="last"``). The test split chooses nothing. (The learning rate anneals over the whole
 run, so a point at B < the largest budget is not the same as a run of budget B.) Budget 0 is the
-untrained policy. ``--sb3-steps`` adds stable-baselines3's PPO with its defaults on the single
-`StockTradingEnv`, same market and seed, when it is installed.
+untrained policy. Each candidate also carries the paired block-bootstrap interval of its test
+Sharpe minus buy-and-hold's (`finrl_tutorial.metrics.sharpe_difference_ci`) and the training
+seconds it took to reach it; the summary counts the markets where the agent beats buy-and-hold by
+that interval, names the smallest ic at which it does in every market of a size
+(`smallest_beating_ic`) and gives the informed capture per minute of training. ``--sb3-steps``
+adds stable-baselines3's PPO with its defaults on the single `StockTradingEnv`, same market and
+seed, when it is installed.
 
-Writes ``learn.json`` (every case, every candidate, and the summary) and ``learn.png`` to
-``--out``, and one JSON line per case (then one per summary row) on stdout.
+Writes ``learn.json`` (every case, every candidate, and the summary; rewritten after every case)
+and ``learn.png`` to ``--out``, and one JSON line per case (then one per summary row) on stdout.
+``--merge`` joins records (and gives a case from an older record its informed oracle).
 """
 from __future__ import annotations
 
@@ -33,13 +45,15 @@ from matplotlib.figure import Figure
 
 from ..agents import make_config
 from ..atomic import save_figure, write_json
-from ..backtest.oracle import excess_return, oracle_record
+from ..backtest.oracle import excess_return, informed_oracle, oracle_record
 from ..backtest.runner import agent_policy, buy_and_hold_baseline, run_policy
 from ..data.synthetic import SIGNAL_FAMILIES, SyntheticSpec, make_synthetic
 from ..envs import EnvConfig
 from ..errors import InputError
 from ..provenance import machine
-from ..training.trainer import initial_agent, train
+from ..metrics import sharpe_difference_ci
+from ..training.trainer import initial_agent
+from .common import explicit_command, train_and_follow
 from .peers import PeerMissing, sb3_ppo_train
 
 DEFAULT_STRENGTHS = {"factor": 0.10, "cross_section": 0.10, "momentum": 0.17, "reversal": 0.18, "none": 0.0}
@@ -60,7 +74,7 @@ def add_arguments(kinds) -> None:
     parser.add_argument("--algos", nargs="+", choices=("ppo", "a2c"), default=["ppo"])
     parser.add_argument("--budgets", type=int, nargs="+", default=[50_000, 100_000, 200_000, 300_000],
                         help="env steps at which the curve is read (the run lasts the largest)")
-    parser.add_argument("--stocks", type=int, default=10)
+    parser.add_argument("--stocks", type=int, nargs="+", default=[10], help="universe sizes (stocks per market)")
     parser.add_argument("--days", type=int, default=1250, help="trading days per market (60/20/20 splits)")
     parser.add_argument("--eval-steps", type=int, default=20_480,
                         help="env steps between validations (candidate checkpoints), whatever the rollout size")
@@ -94,36 +108,53 @@ def run_case(family: str, ic: float, seed: int, algo: str, budgets: list[int], *
     baseline = buy_and_hold_baseline(test, env_config)
     oracle = oracle_record(synthetic, "test", env_config)
     oracle_excess = excess_return(oracle, baseline)
+    informed = informed_case(synthetic, env_config)
 
     def test_result(policy) -> dict:
         record = run_policy(policy, test, env_config)
         metrics = record.metrics()
+        interval = sharpe_difference_ci(record.wealth, baseline.wealth)
         return {"test_excess": excess_return(record, baseline), "test_sharpe": metrics["sharpe_ratio"],
-                "test_turnover": metrics["turnover"]}
+                "test_turnover": metrics["turnover"], "test_sharpe_difference": interval["difference"],
+                "test_sharpe_difference_low": interval["low"], "test_sharpe_difference_high": interval["high"],
+                "test_verdict": interval["verdict"]}
 
     config = make_config(algo, seed=seed, total_steps=max(budgets), **(overrides or {}))
     untrained = initial_agent(market.train, config, env_config)
-    candidates = [{"env_steps": 0, "valid_sharpe": None, **test_result(agent_policy(untrained))}]
-
-    def follow(event: dict) -> None:
-        candidates.append({"env_steps": event["env_steps"], "valid_sharpe": event["metrics"]["sharpe_ratio"],
-                           **test_result(agent_policy(event["agent"]))})
-
-    started = time.perf_counter()
+    candidates = [{"env_steps": 0, "valid_sharpe": None, "train_seconds": 0.0, **test_result(agent_policy(untrained))}]
     eval_every = max(1, eval_steps // config.rollout_size)
-    train(market, config, env_config, eval_every=eval_every, progress=False, on_evaluation=follow)
-    wall = time.perf_counter() - started
+    run = train_and_follow(market, config, env_config, eval_every=eval_every,
+                           on_candidate=lambda event: test_result(agent_policy(event["agent"])))
+    candidates += run.evaluations
     curve = {select: {str(b): read_curve(candidates[1:], b, select) for b in budgets} for select in SELECTIONS}
     for select in SELECTIONS:
         curve[select]["0"] = candidates[0]
     case = {"family": family, "ic": ic, "seed": seed, "algo": algo, "stocks": stocks, "days": days,
             "total_steps": config.total_steps,
             "oracle_excess": oracle_excess, "oracle_sharpe": oracle.metrics()["sharpe_ratio"],
-            "buy_and_hold_sharpe": baseline.metrics()["sharpe_ratio"], "wall_seconds": wall,
+            "informed_oracle": informed,
+            "buy_and_hold_sharpe": baseline.metrics()["sharpe_ratio"], "wall_seconds": run.wall_seconds,
+            "train_seconds": run.train_seconds,
             "config": {"algo": algo, **(overrides or {})}, "candidates": candidates, "curve": curve}
     if sb3_steps:
         case["sb3"] = _sb3_case(market, env_config, sb3_steps, seed, test_result)
     return case
+
+
+def informed_case(synthetic, env_config: EnvConfig | None = None) -> dict:
+    """The informed oracle of one market (`finrl_tutorial.backtest.oracle.informed_oracle`): the rule
+    chosen on validation, its validation and test excess, and every rule's validation score."""
+    env_config = env_config or EnvConfig()
+    started = time.perf_counter()
+    chosen = informed_oracle(synthetic, env_config)
+    test = synthetic.market.test
+    record = chosen.record(synthetic, "test", env_config)
+    baseline = buy_and_hold_baseline(test, env_config)
+    return {"rule": chosen.rule.name, "kind": chosen.rule.kind, "criterion": chosen.criterion,
+            "valid_excess": chosen.valid_excess, "valid_sharpe": chosen.sharpes[chosen.rule.name],
+            "test_excess": excess_return(record, baseline), "test_sharpe": record.metrics()["sharpe_ratio"],
+            "test_turnover": record.metrics()["turnover"], "best_of_kind": chosen.best_of_kind,
+            "valid_scores": chosen.scores, "valid_sharpes": chosen.sharpes, "seconds": time.perf_counter() - started}
 
 
 def _sb3_case(market, env_config, steps: int, seed: int, test_result) -> dict:
@@ -141,69 +172,134 @@ def capture(excess: float, oracle_excess: float) -> float:
 
 
 def summarize(cases: list[dict]) -> list[dict]:
-    """Per family, strength, learner, selection and budget: mean and spread of the capture over
-    seeds, and the pooled capture (mean excess / mean oracle excess, steadier when an oracle's
-    excess is small)."""
+    """Per family, strength, universe, learner, selection and budget: the capture of the simple and
+    of the informed oracle's excess (mean and spread over markets, and pooled: mean excess / mean
+    oracle excess, steadier when an oracle's excess is small), how many markets the agent beats
+    buy-and-hold in by the Sharpe interval, the training time to reach the budget and the
+    informed capture per minute of it."""
     rows = []
     groups: dict[tuple, list[dict]] = {}
     for case in cases:  # runs of another length are another learner: their curves differ
         run_steps = case.get("total_steps", max(int(budget) for budget in case["curve"]["best"]))
-        groups.setdefault((case["family"], case["ic"], case["algo"], run_steps), []).append(case)
-    for (family, ic, algo, run_steps), group in groups.items():
+        groups.setdefault((case["family"], case["ic"], case.get("stocks", 10), case["algo"], run_steps),
+                          []).append(case)
+    for (family, ic, stocks, algo, run_steps), group in groups.items():
         oracle = [c["oracle_excess"] for c in group]
+        informed = ([c["informed_oracle"]["test_excess"] for c in group]
+                    if all("informed_oracle" in c for c in group) else None)
         for select in SELECTIONS:
             for budget in sorted(group[0]["curve"][select], key=int):
-                excess = [c["curve"][select][budget]["test_excess"] for c in group]
-                rows.append(_summary_row(family, ic, algo, select, int(budget), excess, oracle,
-                                         [c["curve"][select][budget]["test_sharpe"] for c in group],
+                points = [c["curve"][select][budget] for c in group]
+                seconds = [_seconds_to(c, int(budget)) for c in group]
+                rows.append(_summary_row(family, ic, stocks, algo, select, int(budget), points, oracle, informed,
                                          run_steps=run_steps,
-                                         wall=statistics.fmean(c["wall_seconds"] for c in group)))
+                                         wall=statistics.fmean(c["wall_seconds"] for c in group),
+                                         seconds=statistics.fmean(seconds) if None not in seconds else None))
         sb3 = [c["sb3"] for c in group if "sb3" in c and "test_excess" in c["sb3"]]
         if sb3 and len(sb3) == len(group):
-            rows.append(_summary_row(family, ic, "sb3_ppo", "last", sb3[0]["env_steps"],
-                                     [s["test_excess"] for s in sb3], oracle, [s["test_sharpe"] for s in sb3],
-                                     run_steps=sb3[0]["env_steps"],
-                                     wall=statistics.fmean(s["wall_seconds"] for s in sb3)))
+            seconds = statistics.fmean(s["wall_seconds"] for s in sb3)
+            rows.append(_summary_row(family, ic, stocks, "sb3_ppo", "last", sb3[0]["env_steps"], sb3, oracle, informed,
+                                     run_steps=sb3[0]["env_steps"], wall=seconds, seconds=seconds))
     return rows
 
 
-def _summary_row(family, ic, learner, select, budget, excess, oracle, sharpe, *, run_steps, wall) -> dict:
-    fractions = [capture(e, o) for e, o in zip(excess, oracle)]
+def _seconds_to(case: dict, budget: int) -> float | None:
+    """Training seconds until the last validation at or below ``budget`` (None in older records)."""
+    seen = [c.get("train_seconds") for c in case["candidates"] if c["env_steps"] <= budget]
+    return None if None in seen else max(seen)
+
+
+def _spread_of(fractions: list[float]) -> dict:
     finite = [f for f in fractions if math.isfinite(f)]
+    return {"mean": statistics.fmean(finite) if finite else None,
+            "std": statistics.stdev(finite) if len(finite) > 1 else None,
+            "min": min(finite) if finite else None, "max": max(finite) if finite else None,
+            "values": [f if math.isfinite(f) else None for f in fractions]}
+
+
+def _summary_row(family, ic, stocks, learner, select, budget, points, oracle, informed, *, run_steps, wall,
+                 seconds) -> dict:
+    excess = [p["test_excess"] for p in points]
+    simple = _spread_of([capture(e, o) for e, o in zip(excess, oracle)])
     mean_oracle = statistics.fmean(oracle)
-    row = {"summary": True, "family": family, "ic": ic, "learner": learner, "select": select, "env_steps": budget,
-           "run_steps": run_steps,
-           "seeds": len(excess), "capture_mean": statistics.fmean(finite) if finite else None,
-           "capture_std": statistics.stdev(finite) if len(finite) > 1 else None,
+    row = {"summary": True, "family": family, "ic": ic, "stocks": stocks, "learner": learner, "select": select,
+           "env_steps": budget, "run_steps": run_steps, "seeds": len(excess),
+           "capture_mean": simple["mean"], "capture_std": simple["std"],
            "capture_pooled": statistics.fmean(excess) / mean_oracle if mean_oracle > 1e-9 else None,
-           "captures": [f if math.isfinite(f) else None for f in fractions], "test_excess_mean": statistics.fmean(excess),
-           "oracle_excess_mean": mean_oracle, "test_sharpe_mean": statistics.fmean(sharpe),
-           "wall_seconds": wall}
+           "captures": simple["values"], "test_excess_mean": statistics.fmean(excess),
+           "oracle_excess_mean": mean_oracle, "test_sharpe_mean": statistics.fmean(p["test_sharpe"] for p in points),
+           "wall_seconds": wall, "train_seconds": seconds}
+    if informed is not None:
+        spread = _spread_of([capture(e, o) for e, o in zip(excess, informed)])
+        mean_informed = statistics.fmean(informed)
+        pooled = statistics.fmean(excess) / mean_informed if mean_informed > 1e-9 else None
+        row |= {"informed_excess_mean": mean_informed, "informed_capture_pooled": pooled,
+                "informed_capture_mean": spread["mean"], "informed_capture_std": spread["std"],
+                "informed_capture_min": spread["min"], "informed_capture_max": spread["max"],
+                "informed_captures": spread["values"],
+                "informed_capture_per_minute": (pooled / (seconds / 60) if pooled is not None and seconds
+                                                else None)}
+    verdicts = [p.get("test_verdict") for p in points]
+    if None not in verdicts:
+        row["beats_buy_and_hold"] = verdicts.count("beats")
+        row["test_verdicts"] = verdicts
     return row
 
 
-def plot_capture(rows: list[dict], path, select: str = "best"):
-    """Pooled capture (mean excess / mean oracle excess over the markets) vs env steps, one line
-    per family and learner, with the oracle (1) and buy-and-hold (0) marked; the control market,
-    with no excess to capture, is left out."""
-    curves: dict[str, dict[int, float]] = {}
+def smallest_beating_ic(rows: list[dict], select: str = "best", learner: str = "ppo",
+                        family: str = "factor") -> dict[int, dict]:
+    """Per universe size: the smallest ic at which the agent (at the largest budget) beats
+    buy-and-hold by the Sharpe interval in *every* market of the cell (``all``) and in a majority
+    (``majority``); None where no ic tried does; with the ics tried."""
+    last: dict[tuple, dict] = {}
     for row in rows:
-        if row["select"] != select or row["learner"] == "sb3_ppo" or row["capture_pooled"] is None:
+        if row["select"] != select or row["learner"] != learner or row["family"] != family \
+                or "beats_buy_and_hold" not in row:
             continue
-        label = f"{row['learner']} {row['family']} (ic {row['ic']:g}, {row['seeds']} markets, {row['run_steps']:,}-step runs)"
-        curves.setdefault(label, {})[row["env_steps"]] = row["capture_pooled"]
-    fig = Figure(figsize=(9, 4.8), layout="constrained")
-    ax = fig.subplots()
-    for label, points in sorted(curves.items()):
-        steps = sorted(points)
-        ax.plot(steps, [points[s] for s in steps], marker=".", linestyle="-" if label.startswith("ppo") else "--",
-                label=label)
-    ax.axhline(1.0, color="black", linewidth=0.8, linestyle=":", label="the oracle")
-    ax.axhline(0.0, color="grey", linewidth=0.8, label="buy-and-hold")
-    ax.set_xlabel("env steps")
-    ax.set_ylabel("oracle's excess return captured (test, pooled)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="x-small", loc="upper left")
+        key = (row["stocks"], row["ic"])
+        if key not in last or row["env_steps"] > last[key]["env_steps"]:
+            last[key] = row
+    out: dict[int, dict] = {}
+    for (stocks, ic), row in sorted(last.items()):
+        entry = out.setdefault(stocks, {"all": None, "majority": None, "tried": []})
+        entry["tried"].append({"ic": ic, "beats": row["beats_buy_and_hold"], "markets": row["seeds"]})
+        if entry["all"] is None and row["beats_buy_and_hold"] == row["seeds"]:
+            entry["all"] = ic
+        if entry["majority"] is None and 2 * row["beats_buy_and_hold"] > row["seeds"]:
+            entry["majority"] = ic
+    return out
+
+
+def plot_capture(rows: list[dict], path, select: str = "best"):
+    """Capture against the informed oracle (left) and the simple oracle (right) vs env steps, one
+    line per cell (family, ic, stocks) and learner: the pooled capture, with a band from the
+    lowest to the highest market; the oracle (1) and buy-and-hold (0) marked. The control market,
+    with no excess to capture, is left out."""
+    fig = Figure(figsize=(12, 4.8), layout="constrained")
+    axes = fig.subplots(1, 2, sharey=False)
+    for ax, (prefix, title) in zip(axes, [("informed_", "informed oracle"), ("", "simple oracle")]):
+        curves: dict[str, dict[int, tuple]] = {}
+        for row in rows:
+            pooled = row.get(f"{prefix}capture_pooled")
+            if row["select"] != select or row["learner"] == "sb3_ppo" or pooled is None:
+                continue
+            values = [v for v in row[f"{prefix}captures"] if v is not None]
+            label = (f"{row['learner']} {row['family']} ic {row['ic']:g}, {row.get('stocks', 10)} stocks "
+                     f"({row['seeds']} markets, {row['run_steps']:,} steps)")
+            curves.setdefault(label, {})[row["env_steps"]] = (pooled, min(values), max(values))
+        for label, points in sorted(curves.items()):
+            steps = sorted(points)
+            line, = ax.plot(steps, [points[s][0] for s in steps], marker=".",
+                            linestyle="-" if label.startswith("ppo") else "--", label=label)
+            ax.fill_between(steps, [points[s][1] for s in steps], [points[s][2] for s in steps],
+                            color=line.get_color(), alpha=0.12)
+        ax.axhline(1.0, color="black", linewidth=0.8, linestyle=":", label=f"the {title}")
+        ax.axhline(0.0, color="grey", linewidth=0.8, label="buy-and-hold")
+        ax.set_xlabel("env steps")
+        ax.set_ylabel(f"{title}'s excess return captured (test)")
+        ax.set_title(f"against the {title} (line: pooled; band: lowest to highest market)", fontsize="small")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="xx-small", loc="upper left")
     if path is not None:
         save_figure(fig, path)
     return fig
@@ -229,15 +325,50 @@ def parse_overrides(pairs: list[str]) -> dict:
 
 def cases_of(args) -> list[tuple]:
     strengths = {family: (args.ic if args.ic is not None else [DEFAULT_STRENGTHS[family]]) for family in args.families}
-    return [(family, ic, seed, algo) for family in args.families for ic in strengths[family]
-            for algo in args.algos for seed in range(args.seeds)]
+    return [(family, ic, stocks, seed, algo) for family in args.families for stocks in args.stocks
+            for ic in strengths[family] for algo in args.algos for seed in range(args.seeds)]
+
+
+SET_BY_THE_BENCHMARK = ("seed", "total_steps")
+"""Config fields ``bench learn`` sets itself (the seed of each market, the largest budget): ``--set`` refuses them."""
+
+
+def check_arguments(args) -> dict:
+    """The ``--set`` overrides, after every check that can fail before a run starts (one line each)."""
+    if args.seeds < 1 or args.jobs < 1 or min(args.budgets) < 1:
+        raise InputError("--seeds, --jobs and every --budgets value must be >= 1")
+    overrides = parse_overrides(args.set)
+    fixed = sorted(set(overrides) & set(SET_BY_THE_BENCHMARK))
+    if fixed:
+        raise InputError(f"--set {', '.join(fixed)}: bench learn sets these itself (the seed is the market's, "
+                         "total_steps the largest --budgets): use --seeds and --budgets")
+    configs = {}
+    try:  # an unknown field or a bad value fails here, before any run
+        for algo in args.algos:
+            configs[algo] = make_config(algo, **overrides)
+    except (TypeError, ValueError) as error:
+        raise InputError(f"--set: {error}") from None
+    for algo, config in configs.items():
+        if min(args.budgets) < config.rollout_size:
+            raise InputError(f"--budgets {min(args.budgets):,} is below one {algo} rollout of {config.rollout_size:,} "
+                             f"env steps (num_envs {config.num_envs} × horizon_len {config.horizon_len}): give "
+                             "budgets of at least one rollout")
+    for stocks in args.stocks:
+        for ic in args.ic or [0.1]:
+            try:
+                SyntheticSpec(num_stocks=stocks, num_days=args.days, ic=ic)
+            except ValueError as error:
+                raise InputError(f"--stocks/--days/--ic: {error}") from None
+    return overrides
 
 
 def write_report(cases: list[dict], out, runs: list[dict]) -> list[dict]:
-    """``learn.json`` (cases, summary, the runs that made them) and ``learn.png`` under ``out``."""
+    """``learn.json`` (cases, summary, the smallest ic that beats buy-and-hold per universe, the runs
+    that made them) and ``learn.png`` under ``out``."""
     rows = summarize(cases)
     out = Path(out)
     write_json({"machine": machine(), "runs": runs, "arguments": runs[-1]["arguments"], "summary": rows,
+                "smallest_beating_ic": {str(k): v for k, v in smallest_beating_ic(rows).items()},
                 "cases": cases}, out / "learn.json")
     if any(r["capture_pooled"] is not None for r in rows):
         plot_capture(rows, out / "learn.png")
@@ -245,7 +376,9 @@ def write_report(cases: list[dict], out, runs: list[dict]) -> list[dict]:
 
 
 def merge(paths: list[str], out) -> list[dict]:
-    """One report from several: the cases of every file, the summary recomputed over all of them."""
+    """One report from several: the cases of every file, the summary recomputed over all of them.
+    A case from an older record without its informed oracle gets one (chosen on its market's
+    validation split, as in `run_case`; the market is rebuilt from its spec)."""
     cases, runs = [], []
     for path in paths:
         try:
@@ -254,6 +387,14 @@ def merge(paths: list[str], out) -> list[dict]:
             runs += report.get("runs", [{"machine": report["machine"], "arguments": report["arguments"]}])
         except (OSError, ValueError, KeyError) as error:
             raise InputError(f"{path} is not a bench learn record: {error}") from None
+    informed: dict[tuple, dict] = {}
+    for case in cases:
+        if "informed_oracle" not in case:
+            key = (case["family"], case["ic"], case["seed"], case.get("stocks", 10), case["days"])
+            if key not in informed:
+                spec = SyntheticSpec(family=key[0], ic=key[1], seed=key[2], num_stocks=key[3], num_days=key[4])
+                informed[key] = informed_case(make_synthetic(spec))
+            case["informed_oracle"] = informed[key]
     return write_report(cases, out, runs)
 
 
@@ -261,23 +402,19 @@ def run(args):
     if args.merge:
         yield from merge(args.merge, args.out)
         return
-    if args.seeds < 1 or args.jobs < 1 or min(args.budgets) < 1:
-        raise InputError("--seeds, --jobs and every --budgets value must be >= 1")
-    overrides = parse_overrides(args.set)
-    try:  # an unknown field or a bad value fails here, before any run
-        make_config("ppo", **overrides)
-    except TypeError as error:
-        raise InputError(f"--set: {error}") from None
-    options = {"stocks": args.stocks, "days": args.days, "eval_steps": args.eval_steps,
+    overrides = check_arguments(args)
+    options = {"days": args.days, "eval_steps": args.eval_steps,
                "sb3_steps": args.sb3_steps, "threads": args.threads, "overrides": overrides}
     cases = []
     todo = cases_of(args)
+    arguments = {k: v for k, v in vars(args).items() if k not in ("func", "merge")}
+    runs = [{"machine": machine(), "arguments": arguments, "command": explicit_command(args, add_arguments)}]
     with ProcessPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(run_case, family, ic, seed, algo, sorted(args.budgets), **options)
-                   for family, ic, seed, algo in todo]
+        futures = [pool.submit(run_case, family, ic, seed, algo, sorted(args.budgets), stocks=stocks, **options)
+                   for family, ic, stocks, seed, algo in todo]
         for future in futures:
             case = future.result()
             cases.append(case)
+            write_report(cases, args.out, runs)  # after every case: a run stopped early keeps what it measured
             yield {key: value for key, value in case.items() if key not in ("candidates",)} | machine()
-    arguments = {k: v for k, v in vars(args).items() if k not in ("func", "merge")}
-    yield from write_report(cases, args.out, [{"machine": machine(), "arguments": arguments}])
+    yield from write_report(cases, args.out, runs)

@@ -18,11 +18,30 @@ ddp         P processes, each with a batched env of ``--layout-envs`` sub-envs: 
 workers     one learner and P `WorkerPool` rollout processes, each with a batched env of
             ``--layout-envs`` sub-envs (as in the ddp layout): samples/s of a training run
             through the trainer (its update on P threads, the workers' idle cores), and
-            env-steps/s of the pool's rollouts alone; for P > 1 also as ``workers_1thread``,
-            the same pool with the update kept on one thread
-trainer     the in-process trainer (no pool) with one batched env of ``--layout-envs``
-            sub-envs, measured by the same function as the workers layout: its baseline
+            env-steps/s of the pool's rollouts alone; for P > 1 twice: the update on one
+            thread (``learner_threads`` 1) and on P threads (the workers' cores, idle meanwhile)
+trainer     the in-process trainer (no pool) with one batched env of ``--layout-envs`` × P
+            sub-envs (P in ``--processes``: as many sub-envs as each process layout holds),
+            measured by the same function as the workers layout: the single-process baseline
 ==========  ==================================================================================
+
+The ddp, workers and trainer layouts also time the *phases* of each training iteration on the
+learner's (rank 0's) clock: ``phases`` holds the median seconds per iteration of
+
+==========  ==================================================================================
+rollout     stepping the envs: in this process (trainer, ddp) or, for the workers layout, from
+            sending the weights to the last worker's block arriving (so it includes waiting for
+            the slowest worker: the learner's clock cannot tell the two apart)
+transfer    workers: copying the learner's weights into the shared-memory policy (timed on its
+            own after the run; the rollouts are written into shared memory, no copy back)
+update      GAE and the minibatch gradient steps, without the time inside the all-reduce
+all_reduce  ddp: averaging the gradients over the ranks (a DDP communication hook times a
+            synchronous all-reduce of every bucket) and the ``target_kl`` averages, if any
+waiting     ddp: a barrier before each all-reduce: the time this rank waits for the slower one
+==========  ==================================================================================
+
+and ``samples_per_iteration`` (all processes' env steps in one iteration), so a cost model
+(`finrl_tutorial.book.scale`) can be fitted to the layouts a machine can run.
 
 One JSON record per measurement (``layout``, ``processes``, ``num_envs`` — all sub-envs of all
 processes —, ``env_steps_per_s`` and/or ``samples_per_s``, `finrl_tutorial.bench.machine` both
@@ -33,12 +52,15 @@ all of them also go to ``--out``/``scale.json`` with two bar charts, ``env_steps
 counts interleaved, and report the median (the single runs under ``runs``, each with its
 ``loadavg``): on a shared machine
 one run of a process layout can be off by tens of percent. The default sweep took about four
-minutes on two quiet CPU cores (2026-11-30) and far longer on a busy one (load average 10); add ``--max-num-envs 262144`` on a GPU. Samples/s leave out one warm-up
+minutes on two quiet CPU cores (2026-11-30); the committed record (64 envs per process, 3 rounds)
+took 47 minutes on two cores at load average 10-25 (2026-12-01). Add ``--max-num-envs 262144`` on
+a GPU. Samples/s leave out one warm-up
 iteration, and no layout counts process start-up. The ddp layout's env-steps/s assumes the processes really run in
 parallel: on a machine with fewer free cores than ``--processes`` it cannot scale.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import socket
@@ -47,9 +69,11 @@ import time
 from pathlib import Path
 
 import torch
+import torch.distributed as dist
 import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel
 
-from ..agents import ActorCritic, make_config
+from ..agents import ActorCritic, EnvCollector, SingleProcessContext, collect_rollout, make_config
 from ..atomic import write_json
 from ..data import load_market
 from ..data.clean import PreparedMarket
@@ -57,6 +81,7 @@ from ..errors import InputError
 from ..plots import plot_bars
 from ..provenance import machine
 from ..training.distributed import DistributedContext
+from ..envs import EnvConfig, VecStockTradingEnv, shard_start_windows
 from ..training.trainer import train
 from ..training.workers import WorkerPool
 from .common import explicit_command, market_with_stocks
@@ -64,11 +89,13 @@ from .env import measure_env
 from .train import measure_loop
 
 LAYOUTS = ("single", "subproc", "vec", "vmap", "ddp", "workers", "trainer")
+PHASES = ("rollout", "transfer", "update", "all_reduce", "waiting")
+"""The phases of one training iteration that the ddp, workers and trainer layouts time."""
 
 
 def scale_label(record) -> str:
     """A short name for one ``bench scale`` record: ``vec 1,024``, ``subproc ×2``, ``ddp ×2 (512 envs)``,
-    ``in-process trainer (256 envs)``."""
+    ``in-process trainer (256 envs)``, ``workers ×2 (128 envs, update on 1 thread)``."""
     layout = record["layout"]
     if layout in ("vec", "vmap"):
         return f"{layout} {int(record['num_envs']):,}"
@@ -78,9 +105,11 @@ def scale_label(record) -> str:
         return f"subproc ×{int(record['processes'])}"
     if layout == "trainer":
         return f"in-process trainer ({int(record['num_envs']):,} envs)"
-    return f"{layout} ×{int(record['processes'])} ({int(record['num_envs']):,} envs)"
-
-
+    label = f"{layout} ×{int(record['processes'])} ({int(record['num_envs']):,} envs"
+    if layout == "workers" and record.get("learner_threads") and int(record["processes"]) > 1:
+        threads = int(record["learner_threads"])
+        label += f", update on {threads} thread{'s' if threads > 1 else ''}"
+    return label + ")"
 
 def add_arguments(kinds) -> None:
     parser = kinds.add_parser("scale", help="env-steps/s and samples/s of single | subproc | vec | vmap | ddp | "
@@ -144,16 +173,144 @@ def _loop_config(num_envs: int, device, iterations: int, processes: int = 1, see
     return config
 
 
-def _train_samples_per_s(prepared: PreparedMarket, config, **kwargs) -> float:
-    """samples/s of the trainer itself on ``prepared.train`` (no evaluation, no files), all ranks'
-    env steps counted, after its first iteration (which warms up allocators, like `measure_loop`'s
-    warm-up)."""
-    result = train(prepared, config, eval_every=0, progress=False, **kwargs)
+class PhaseClock:
+    """Seconds spent in each of `PHASES`, iteration by iteration, on this process's clock."""
+
+    def __init__(self):
+        self.iterations: list[dict[str, float]] = []
+
+    def start_iteration(self) -> None:
+        self.iterations.append(dict.fromkeys(PHASES, 0.0))
+
+    def add(self, phase: str, seconds: float) -> None:
+        if self.iterations:
+            self.iterations[-1][phase] += seconds
+
+    @contextlib.contextmanager
+    def phase(self, name: str):
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(name, time.perf_counter() - started)
+
+    def medians(self, skip: int = 1) -> dict[str, float]:
+        """Median seconds per iteration of every phase, leaving out the first ``skip`` (warm-up)
+        iterations; ``update`` without the all-reduce and waiting that happen inside it."""
+        kept = self.iterations[skip:] or self.iterations
+        rows = [row | {"update": max(row["update"] - row["all_reduce"] - row["waiting"], 0.0)} for row in kept]
+        return {name: statistics.median(row[name] for row in rows) for name in PHASES}
+
+
+class _TimedCollector:
+    """Any `Collector` (the in-process env, a `WorkerPool`), its rollouts and updates timed."""
+
+    def __init__(self, inner, clock: PhaseClock):
+        self.inner, self.clock, self.num_workers = inner, clock, inner.num_workers
+
+    def collect(self, agent, horizon_len=None):
+        self.clock.start_iteration()
+        with self.clock.phase("rollout"):
+            return self.inner.collect(agent, horizon_len)
+
+    @contextlib.contextmanager
+    def update_threads(self):
+        with self.clock.phase("update"), self.inner.update_threads():
+            yield
+
+    def reset(self, seed=None):
+        return self.inner.reset(seed)
+
+    def state_dict(self):
+        return self.inner.state_dict()
+
+    def load_state_dict(self, state):
+        self.inner.load_state_dict(state)
+
+    def close(self):
+        self.inner.close()
+
+
+def _timed_all_reduce_hook(clock: PhaseClock):
+    """A DDP communication hook: a barrier (timed as ``waiting``), then a synchronous all-reduce
+    of the bucket (``all_reduce``), then the mean, as DDP's default hook computes it."""
+    def hook(_state, bucket):
+        tensor = bucket.buffer()
+        started = time.perf_counter()
+        dist.barrier()
+        arrived = time.perf_counter()
+        dist.all_reduce(tensor)
+        clock.add("waiting", arrived - started)
+        clock.add("all_reduce", time.perf_counter() - arrived)
+        future = torch.futures.Future()
+        future.set_result(tensor.div_(dist.get_world_size()))
+        return future
+    return hook
+
+
+class _TimedContext:
+    """A `LearnerContext` whose DDP all-reduces are timed (`_timed_all_reduce_hook`)."""
+
+    def __init__(self, inner, clock: PhaseClock):
+        self.inner, self.clock = inner, clock
+        self.rank, self.world_size, self.device = inner.rank, inner.world_size, inner.device
+        self.is_main = inner.is_main
+
+    def wrap(self, agent):
+        module = self.inner.wrap(agent)
+        if isinstance(module, DistributedDataParallel):
+            module.register_comm_hook(None, _timed_all_reduce_hook(self.clock))
+        return module
+
+    def all_reduce_mean(self, x):
+        with self.clock.phase("all_reduce"):
+            return self.inner.all_reduce_mean(x)
+
+    def gather(self, obj):
+        return self.inner.gather(obj)
+
+    def close(self):
+        self.inner.close()
+
+
+def _timed_train(prepared: PreparedMarket, config, collector, context) -> dict:
+    """Train on ``prepared.train`` (no evaluation, no files) with ``collector`` and ``context``,
+    timing every phase. Returns samples/s of the trainer itself, all ranks' env steps counted,
+    after its first iteration (which warms up allocators, like `measure_loop`'s warm-up), the
+    median phase seconds per iteration and the samples per iteration."""
+    clock = PhaseClock()
+    timed_collector, timed_context = _TimedCollector(collector, clock), _TimedContext(context, clock)
+    result = train(prepared, config, eval_every=0, progress=False, distributed=timed_context,
+                   worker_pool=timed_collector)
     log = result.log
     if len(log) < 2:
-        return result.samples_per_s
-    return float((log["env_steps"].iloc[-1] - log["env_steps"].iloc[0])
-                 / (log["wall_seconds"].iloc[-1] - log["wall_seconds"].iloc[0]))
+        samples = result.samples_per_s
+    else:
+        samples = float((log["env_steps"].iloc[-1] - log["env_steps"].iloc[0])
+                        / (log["wall_seconds"].iloc[-1] - log["wall_seconds"].iloc[0]))
+    return {"samples_per_s": samples, "phases": clock.medians(),
+            "samples_per_iteration": config.rollout_size * context.world_size}
+
+
+def _batched_collector(market, config, context, seed: int) -> EnvCollector:
+    """The trainer's own in-process collector: one batched env on this rank's window of start days."""
+    window = shard_start_windows(market.num_days, context.world_size)[context.rank]
+    env = VecStockTradingEnv(market, config.num_envs, EnvConfig(), device=context.device, seed=seed,
+                             start_window=window, check_actions=False)  # actions come from the agent
+    return EnvCollector(env, collect_rollout)
+
+
+def _weights_out_seconds(pool, config, repeats: int = 20) -> float:
+    """Median seconds to copy a learner's weights into a shared-memory policy like the pool's."""
+    agent = ActorCritic.from_config(pool.observation_dim, pool.action_dim, config, pool.action_mode)
+    shared = ActorCritic.from_config(pool.observation_dim, pool.action_dim, config, pool.action_mode).share_memory()
+    seconds = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        with torch.no_grad():
+            shared.load_state_dict(agent.state_dict())
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds)
 
 
 def _pool_env_steps_per_s(pool, config, rollouts: int) -> float:
@@ -180,10 +337,11 @@ def _ddp_rank(rank: int, world_size: int, port: int, prepared: PreparedMarket, n
     context = DistributedContext.from_env(device=device, timeout_s=300)
     try:
         config = _loop_config(num_envs, local, iterations + 1, world_size)
-        samples = _train_samples_per_s(prepared, config, distributed=context)
+        collector = _batched_collector(prepared.train, config, context, config.seed + 1000 * rank)
+        measured = _timed_train(prepared, config, collector, context)
     finally:
         context.close()
-    results.put(("loop", rank, samples))
+    results.put(("loop", rank, measured))
 
 
 def _run_ranks(world_size: int, *args, timeout_s: float = 900.0) -> list[tuple]:
@@ -241,18 +399,20 @@ def measure_layouts(args, prepared: PreparedMarket):
                 values |= {"samples_per_s": loop["samples_per_s"],
                            "rollout_env_steps_per_s": loop["rollout_env_steps_per_s"]}
             yield _record(layout, 1, num_envs, stocks, device, **values)
-    if "ddp" in layouts:
-        configurations = [("ddp", p, functools.partial(_ddp_once, args, prepared, p)) for p in args.processes]
-        yield from _repeated(configurations, args.repeats, _record, stocks, device)
-    configurations = []
+    # every configuration of the process layouts in one interleaved loop: a slow spell of a shared
+    # machine hits the baseline (the in-process trainer) and the layouts compared with it alike
+    configurations = []  # (layout, processes, measure)
     if "trainer" in layouts:
-        configurations.append(("trainer", 1, functools.partial(_trainer_once, args, prepared)))
+        for p in args.processes:  # as many sub-envs as the p-process layouts hold
+            configurations.append(("trainer", 1, functools.partial(_trainer_once, args, prepared,
+                                                                   p * args.layout_envs)))
+    if "ddp" in layouts:
+        configurations += [("ddp", p, functools.partial(_ddp_once, args, prepared, p)) for p in args.processes]
     if "workers" in layouts:
         for p in args.processes:
-            configurations.append(("workers", p, functools.partial(_workers_once, args, prepared, p)))
-            if p > 1:  # the same pool without the borrowed threads: what they add
-                configurations.append(("workers_1thread", p,
-                                       functools.partial(_workers_once, args, prepared, p, learner_threads=1)))
+            for threads in sorted({1, p}):  # the learner's update on one thread, or on the workers' p cores
+                configurations.append(("workers", p, functools.partial(_workers_once, args, prepared, p,
+                                                                       learner_threads=threads)))
     if configurations:
         yield from _repeated(configurations, args.repeats, _record, stocks, device)
 
@@ -260,32 +420,38 @@ def measure_layouts(args, prepared: PreparedMarket):
 def _repeated(configurations, repeats: int, record, stocks: int, device):
     """Measure each ``(layout, processes, measure)`` configuration ``repeats`` times, interleaved
     (A, B, C, A, B, C, …, so that a slow spell of a shared machine hits every configuration
-    alike); one record per configuration with the median of every rate and the single runs,
-    each with its load average, under ``runs``."""
-    runs = {(layout, processes): [] for layout, processes, _ in configurations}
-    for _ in range(repeats):
-        for layout, processes, measure in configurations:
-            runs[layout, processes].append(measure() | {"loadavg": loadavg()})
-    for (layout, processes), measured in runs.items():
+    alike); one record per configuration with the median of every rate and of every phase, and
+    the single runs, each with its load average and round, under ``runs``."""
+    runs = [[] for _ in configurations]
+    for round_ in range(repeats):
+        for measured, (_, _, measure) in zip(runs, configurations):
+            measured.append(measure() | {"loadavg": loadavg(), "round": round_})
+    for measured, (layout, processes, _) in zip(runs, configurations):
         rates = {key: statistics.median(run[key] for run in measured)
                  for key in measured[0] if key.endswith("_per_s")}
-        fixed = {key: value for key, value in measured[0].items() if not key.endswith("_per_s") and key != "loadavg"}
+        varying = set(rates) | {"loadavg", "round", "phases"}
+        fixed = {key: value for key, value in measured[0].items() if key not in varying}
+        if "phases" in measured[0]:
+            fixed["phases"] = {name: statistics.median(run["phases"][name] for run in measured)
+                               for name in measured[0]["phases"]}
         yield record(layout, processes, fixed.pop("num_envs"), stocks, device, **rates, **fixed,
                      repeats=len(measured),
-                     runs=[{k: v for k, v in run.items() if k in rates or k == "loadavg"} for run in measured])
+                     runs=[{k: v for k, v in run.items() if k in varying} for run in measured])
 
 
 def _ddp_once(args, prepared: PreparedMarket, processes: int) -> dict:
     answers = _run_ranks(processes, prepared, args.layout_envs, args.device, args.seconds, args.loop_iterations)
+    main = next(value for kind, rank, value in answers if kind == "loop" and rank == 0)
     return {"num_envs": processes * args.layout_envs, "envs_per_process": args.layout_envs,
-            "env_steps_per_s": sum(value for kind, _, value in answers if kind == "env"),
-            "samples_per_s": next(value for kind, rank, value in answers if kind == "loop" and rank == 0)}
+            "env_steps_per_s": sum(value for kind, _, value in answers if kind == "env"), **main}
 
 
-def _trainer_once(args, prepared: PreparedMarket) -> dict:
-    config = _loop_config(args.layout_envs, torch.device(args.device), args.loop_iterations + 1)
-    return {"num_envs": config.num_envs, "envs_per_process": args.layout_envs, "learner_threads": 1,
-            "samples_per_s": _train_samples_per_s(prepared, config)}
+def _trainer_once(args, prepared: PreparedMarket, num_envs: int) -> dict:
+    config = _loop_config(num_envs, torch.device(args.device), args.loop_iterations + 1)
+    context = SingleProcessContext(config.device)
+    collector = _batched_collector(prepared.train, config, context, config.seed)
+    return {"num_envs": config.num_envs, "envs_per_process": num_envs, "learner_threads": 1,
+            **_timed_train(prepared, config, collector, context)}
 
 
 def _workers_once(args, prepared: PreparedMarket, processes: int, learner_threads: int | None = None) -> dict:
@@ -293,10 +459,13 @@ def _workers_once(args, prepared: PreparedMarket, processes: int, learner_thread
     config = _loop_config(args.layout_envs * processes, torch.device(args.device), args.loop_iterations + 1)
     with WorkerPool(prepared.train, config, num_workers=processes, seed=config.seed,
                     learner_threads=learner_threads) as pool:
-        samples = _train_samples_per_s(prepared, config, worker_pool=pool)
+        measured = _timed_train(prepared, config, pool, SingleProcessContext(config.device))
         collected = _pool_env_steps_per_s(pool, config, args.loop_iterations)
+        transfer = _weights_out_seconds(pool, config)
+    phases = measured["phases"]  # the learner's clock counted the weights' copy in the rollout
+    phases |= {"transfer": transfer, "rollout": max(phases["rollout"] - transfer, 0.0)}
     return {"num_envs": config.num_envs, "envs_per_process": args.layout_envs, "learner_threads": pool.learner_threads,
-            "samples_per_s": samples, "rollout_env_steps_per_s": collected}
+            "rollout_env_steps_per_s": collected, **measured}
 
 
 def write_outputs(records: list[dict], out: str | Path) -> Path:

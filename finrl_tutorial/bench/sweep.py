@@ -27,14 +27,26 @@ interrupted sweep keeps what it measured; ``--resume`` skips the runs already in
 ``--merge A.json B.json --out C.json`` joins parts of one sweep run in separate processes (same
 settings; the parts' commands are kept in ``merged_from``), leaving out any variant that lacks a
 seed on a market.
+
+What the selection is worth (`overfitting`, the record's ``overfitting`` entry, per market): the
+sweep chooses among every checkpoint it validates — variants × seeds × (``--evaluations`` + 1)
+validations, all on the same validation days. The performance matrix is that of those
+checkpoints: one column per checkpoint, one row per validation day (its daily return), or, in a
+record made before the daily returns were kept, only each checkpoint's validation Sharpe. From
+it: the deflated Sharpe ratio of the best checkpoint (`finrl_tutorial.metrics.deflated_sharpe_ratio`),
+counting every checkpoint as a trial and, as the other end of the bracket, one trial per run
+(checkpoints of one run are correlated), and the probability of backtest overfitting of "take the
+best checkpoint" by CSCV (`finrl_tutorial.metrics.probability_of_backtest_overfitting`) when the
+daily returns are there. ``--summarize RECORD --out RECORD`` recomputes the summary and the
+overfitting entry of a record without training (its runs, date and machine are kept).
 """
 from __future__ import annotations
 
 import datetime
 import json
 import math
+import shlex
 import statistics
-import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -52,9 +64,10 @@ from ..data import load_market, load_sample
 from ..data.synthetic import SyntheticSpec, make_synthetic
 from ..envs import EnvConfig
 from ..errors import InputError
+from ..metrics import daily_returns, selection_overfitting
 from ..provenance import machine
-from ..training import initial_agent, train
-from .common import explicit_command
+from ..training import initial_agent
+from .common import explicit_command, train_and_follow
 from .learn import DEFAULT_STRENGTHS, capture
 
 KNOBS = ("batch_size", "horizon_len", "repeat_times")
@@ -171,24 +184,23 @@ def run_one(market_name: str, variant: str, change: dict, seed: int, total_steps
     record = {"market": market_name, "variant": variant, "seed": seed, "change": change,
               "config": {k: getattr(config, k) for k in ("num_envs", *KNOBS, "total_steps")},
               "rollout_size": config.rollout_size, "iterations": config.iterations, "eval_every": every,
-              "buy_and_hold_valid_sharpe": hold_valid.metrics()["sharpe_ratio"]}
+              "buy_and_hold_valid_sharpe": hold_valid.metrics()["sharpe_ratio"],
+              "valid_days": prepared.valid.num_days}
     final: dict = {}
-    evaluations_seen: list[dict] = []
 
     def follow(event: dict) -> None:
-        metrics = event["metrics"]
-        evaluations_seen.append({"iteration": event["iteration"], "env_steps": event["env_steps"],
-                                 "valid_sharpe": metrics["sharpe_ratio"],
-                                 "valid_return": metrics["cumulative_return"]})
-        if event["iteration"] == config.iterations - 1 and synthetic is not None:
-            final["policy_valid"] = run_policy(agent_policy(event["agent"]), prepared.valid, env_config)
+        policy_valid = run_policy(agent_policy(event["agent"]), prepared.valid, env_config)
+        if event["iteration"] == config.iterations - 1:
+            final["policy_valid"] = policy_valid
+        # the checkpoint's column of the performance matrix (`overfitting`)
+        return {"valid_returns": [round(float(r), RETURN_DECIMALS) for r in daily_returns(policy_valid.wealth)]}
 
     untrained = initial_agent(prepared.train, config, env_config)
     record["untrained_valid_sharpe"] = run_policy(agent_policy(untrained), prepared.valid,
                                                   env_config).metrics()["sharpe_ratio"]
-    started = time.perf_counter()
-    result = train(prepared, config, env_config, eval_every=every, progress=False, on_evaluation=follow)
-    record["wall_seconds"] = time.perf_counter() - started
+    run = train_and_follow(prepared, config, env_config, eval_every=every, on_candidate=follow)
+    result, evaluations_seen = run.result, run.evaluations
+    record["wall_seconds"] = run.wall_seconds
     log = result.log
     record["env_steps"] = result.env_steps
     record["evaluations"] = evaluations_seen
@@ -216,6 +228,10 @@ def run_one(market_name: str, variant: str, change: dict, seed: int, total_steps
                    "best_test_excess": test_excess, "oracle_test_excess": oracle_test_excess,
                    "best_test_capture": _finite(capture(test_excess, oracle_test_excess))}
     return record
+
+
+RETURN_DECIMALS = 6
+"""Daily validation returns are kept to 1e-6 (0.01 basis point): far below what moves a Sharpe ratio."""
 
 
 def _finite(value: float) -> float | None:
@@ -275,6 +291,65 @@ def summarize(runs: list[dict], base_name: str = "base") -> list[dict]:
                 row[f"{measure}_vs_base"] = verdict([r[measure] for r in group], [r[measure] for r in base])
         rows.append(row)
     return rows
+
+
+def _valid_days(market: str, runs: list[dict]) -> int:
+    """Trading days of the market's validation split: recorded by `run_one`, else (older
+    records) read off the market itself."""
+    recorded = {r["valid_days"] for r in runs if "valid_days" in r}
+    if recorded:
+        return recorded.pop()
+    return build_market(market, runs[0]["seed"], runs[0]["variant"])[0].valid.num_days
+
+
+SEEDED_MARKETS = ("synthetic",)
+"""Markets that seed k builds anew (market k): their runs of different seeds are on different days."""
+
+
+def overfitting(runs: list[dict], slices: int = 16) -> list[dict]:
+    """What choosing the best checkpoint is worth, once per market (see the module docstring): the
+    trials are every validated checkpoint of every variant (and, on a market all seeds share,
+    every seed) on the same validation days; the chosen one has the highest validation Sharpe. A
+    synthetic market is built anew by each seed, so each of its seeds is its own entry
+    (``market_seed``). ``deflated`` counts every checkpoint as a trial, ``deflated_one_trial_per_run``
+    one per run (the two ends of the effective number of independent trials: checkpoints of one
+    run are correlated); ``pbo`` is by CSCV with ``slices`` blocks of validation days, None (with
+    ``pbo_missing`` saying why) when the record has no daily returns. The chosen checkpoint's
+    skewness and kurtosis are measured from its daily returns, or assumed normal (``moments``)."""
+    groups: dict[tuple, list[dict]] = {}
+    for run in runs:
+        key = (run["market"], run["seed"] if run["market"] in SEEDED_MARKETS else None)
+        groups.setdefault(key, []).append(run)
+    out = []
+    for (market, market_seed), mine in groups.items():
+        candidates = [(r, e) for r in mine for e in r["evaluations"]]
+        sharpes = [e["valid_sharpe"] for _, e in candidates]
+        days = _valid_days(market, mine) - 1  # daily returns of the validation split
+        have_returns = all("valid_returns" in e for _, e in candidates)
+        matrix = np.array([e["valid_returns"] for _, e in candidates]).T if have_returns else None
+        chosen = int(np.argmax(sharpes))
+        result = selection_overfitting(sharpes, days, returns=matrix, slices=slices)
+        per_run = selection_overfitting(sharpes, days, trials=len(mine),
+                                        selected_returns=None if matrix is None else matrix[:, chosen])
+        best_run, best = candidates[chosen]
+        variants, seeds = len({r["variant"] for r in mine}), len({r["seed"] for r in mine})
+        entry = {"market": market, "market_seed": market_seed,
+                 "performance_matrix": (f"{len(candidates)} checkpoints ({variants} variants x {seeds} seed"
+                                        f"{'s' if seeds > 1 else ''} x their validations) x {days} daily "
+                                        "validation returns" + ("" if have_returns else ": this record keeps only "
+                                                                "each checkpoint's validation Sharpe")),
+                 "trials": len(candidates), "runs": len(mine), "days": days,
+                 "selected": {"variant": best_run["variant"], "seed": best_run["seed"],
+                              "iteration": best.get("iteration"), "env_steps": best["env_steps"],
+                              "valid_sharpe": best["valid_sharpe"]},
+                 "buy_and_hold_valid_sharpe": statistics.fmean(r["buy_and_hold_valid_sharpe"] for r in mine),
+                 "moments": result["moments"], "deflated": result["deflated"],
+                 "deflated_one_trial_per_run": per_run["deflated"], "pbo": result["pbo"]}
+        if matrix is None:
+            entry["pbo_missing"] = ("the runs of this record were made before the sweep kept each checkpoint's "
+                                    "daily validation returns, which CSCV needs (a new sweep records them)")
+        out.append(entry)
+    return out
 
 
 def plot_sweep(record: dict, path=None, title: str | None = None):
@@ -348,6 +423,9 @@ def add_arguments(kinds) -> None:
     parser.add_argument("--resume", action="store_true", help="keep the runs already in --out, run the rest")
     parser.add_argument("--merge", nargs="+", default=None, metavar="SWEEP_JSON",
                         help="train nothing: merge the runs of sweep records made with the same settings into --out")
+    parser.add_argument("--summarize", default=None, metavar="SWEEP_JSON",
+                        help="train nothing: recompute the summary and the overfitting figures (PBO, deflated "
+                             "Sharpe) of a sweep record into --out (which may be the same file)")
     parser.add_argument("--threads", type=int, default=1)
 
 
@@ -389,9 +467,27 @@ def write_record(path: Path | None, header: dict, runs: list[dict]) -> dict:
 
     runs = sorted(runs, key=lambda r: (r["market"], r["variant"] != header["base_variant"], r["variant"], r["seed"]))
     record = header | {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                       "machine": machine(), "runs": runs, "summary": summarize(runs, header["base_variant"])}
+                       "machine": machine(), "runs": runs, "summary": summarize(runs, header["base_variant"]),
+                       "overfitting": overfitting(runs)}
     if path is not None:
         write_json(record, path)
+    return record
+
+
+def resummarize(path, out, command: str | None = None) -> dict:
+    """A sweep record with its ``summary`` and ``overfitting`` recomputed from its runs, written to
+    ``out`` (which may be ``path``): nothing is trained; the runs, the date, the machine and the
+    command that measured them are kept, and ``summarized`` says when and by which command."""
+    try:
+        record = json.loads(Path(path).read_text())
+        runs = record["runs"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise InputError(f"{path} is not a sweep record: {error}") from None
+    record["summary"] = summarize(runs, record.get("base_variant", "base"))
+    record["overfitting"] = overfitting(runs)
+    record["summarized"] = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                            "command": command, "machine": machine()}
+    write_json(record, out)
     return record
 
 
@@ -511,6 +607,13 @@ def merge_records(paths: list, out, command: str | None = None) -> dict:
 
 
 def run(args):
+    if args.summarize:
+        record = resummarize(args.summarize, args.out, shlex.join(["python", "-m", "finrl_tutorial", "bench", "sweep",
+                                                                   "--summarize", str(args.summarize),
+                                                                   "--out", str(args.out)]))
+        yield from record["summary"]
+        yield from ({"overfitting": True} | entry for entry in record["overfitting"])
+        return
     if args.merge:
         yield from merge_records(args.merge, args.out, explicit_command(args, add_arguments))["summary"]
         return

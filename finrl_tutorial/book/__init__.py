@@ -26,10 +26,14 @@ import torch
 
 from ..errors import InputError
 from ..provenance import fast_mode
-from . import report, sweep
+from . import report, scale, sweep
+from . import teaching  # chapters 1-3: like-with-like comparisons, Holm, distance from the untrained agent
+from .cli import cli_command, run_cli
 # The readings of committed records, one import away for the chapters (``ft.book.describe(record)``).
 from .report import (env_throughput_table, full_run_commentary, gpu_summary, loop_cost_lines, peer_ratio_table,
-                     peer_summary, peer_table, peer_target_lines, provenance, scale_findings, scale_spread)
+                     peer_summary, peer_table, peer_target_lines, provenance)
+from .scale import (CostModel, fit_cost_model, fit_per_call, model_check, phase_table, plot_projection,
+                    plot_speedups, project, speedup_text, speedups)
 from .sweep import MEASURE_NAMES, along_the_curve, describe, summary_table, sweep_caption
 
 FAST = fast_mode()
@@ -129,57 +133,3 @@ def measured_box(this_run: dict, committed: dict, shows: str, does_not_show: str
     lines += [f"| full size (committed): {name} | {value} |" for name, value in committed.items()]
     lines += ["", f"*Shows:* {shows}", "", f"*Does not show:* {does_not_show}"]
     return _markdown("\n".join(lines))
-
-
-# --- chapters 4 and 5: speed-ups from the committed `bench scale` record, with their spread ---
-
-def scale_summary(records: list[dict], configurations: dict[str, tuple[str, int]], baseline: str,
-                  key: str = "samples_per_s"):
-    """One row per ``label: (layout, processes)`` of `bench scale` records: the median of ``key``
-    over the repeats, its min and max, the speed-up over ``baseline`` (the median of the
-    round-by-round ratios: `bench scale` interleaves its repeats, so run i of every configuration
-    comes from round i) with the rounds' min and max, the repeats and the load averages (1 min)
-    the runs ended at. A configuration missing from the records is left out."""
-    import pandas as pd
-
-    found = {}
-    for label, (layout, processes) in configurations.items():
-        matches = [r for r in records if r["layout"] == layout and r["processes"] == processes and key in r]
-        if matches:
-            found[label] = matches[-1]
-    if baseline not in found:
-        raise InputError(f"the records hold no {configurations[baseline]} configuration (the baseline {baseline!r})")
-
-    def runs(record):
-        return [run[key] for run in record.get("runs", [{key: record[key]}])]
-
-    base = runs(found[baseline])
-    rows = {}
-    for label, record in found.items():
-        values = runs(record)
-        ratios = [value / b for value, b in zip(values, base)]
-        loads = [run["loadavg"][0] for run in record.get("runs", []) if run.get("loadavg")]
-        rows[label] = {"median": record[key], "min": min(values), "max": max(values),
-                       "speed-up": float(pd.Series(ratios).median()), "speed-up min": min(ratios),
-                       "speed-up max": max(ratios), "repeats": len(values),
-                       "load min": min(loads) if loads else float("nan"),
-                       "load max": max(loads) if loads else float("nan")}
-    return pd.DataFrame(rows).T
-
-
-def plot_scale_summary(summary, ax, title: str, xlabel: str = "training samples / s (rollout + update)"):
-    """Bars of `scale_summary`'s medians with min..max whiskers, each labelled with its speed-up."""
-    medians = summary["median"].astype(float)
-    ax.barh(list(summary.index), medians, color="tab:grey", alpha=0.8)
-    ax.errorbar(medians, list(summary.index), xerr=[medians - summary["min"], summary["max"] - medians],
-                fmt="none", color="black", capsize=4)
-    labels = [f"{m:,.0f}  ({s:.2f}×, rounds {lo:.2f}–{hi:.2f}×)" for m, s, lo, hi in
-              zip(medians, summary["speed-up"], summary["speed-up min"], summary["speed-up max"])]
-    for y, (x, text) in enumerate(zip(summary["max"], labels)):
-        ax.annotate(text, (x, y), xytext=(4, 0), textcoords="offset points", va="center", fontsize="small")
-    ax.set_xlim(0, 1.8 * float(summary["max"].max()))
-    ax.invert_yaxis()
-    ax.set_xlabel(xlabel)
-    ax.set_title(title, fontsize="medium")
-    ax.grid(axis="x", alpha=0.3)
-

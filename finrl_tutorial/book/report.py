@@ -7,12 +7,10 @@ present; records without them are still read.
 """
 from __future__ import annotations
 
-import math
 from typing import Iterable
 
 import pandas as pd
 
-from ..bench.scale import scale_label
 
 #: The keys of :func:`finrl_tutorial.provenance.machine` that a JSON-lines record carries at its top level.
 MACHINE_KEYS = ("cpu_count", "platform", "torch", "threads")
@@ -69,70 +67,6 @@ def loop_cost_lines(train_records: Iterable[dict] | pd.DataFrame,
         lines.append(f"{algo.upper()} with {largest:,} envs: rollout {rollout_rate:,.0f}/s{of_bare}, "
                      f"whole loop {total_rate:,.0f}/s: the update takes {share:.0%} of the time")
     return lines
-
-
-def _present(frame: pd.DataFrame, column: str) -> bool:
-    return column in frame and frame[column].notna().all()
-
-
-def _run_value(run, key: str) -> float | None:
-    """One repeat of a process layout: a dict of rates (``{"samples_per_s": …}``) or a bare number."""
-    if isinstance(run, dict):
-        return run.get(key)
-    return float(run) if isinstance(run, (int, float)) else None
-
-
-def scale_findings(scale_records: Iterable[dict] | pd.DataFrame) -> list[str]:
-    """The ``bench scale`` comparisons as sentences (Markdown bullets): DDP and rollout workers,
-    2 processes against 1 (medians, and run by run where the record keeps the repeats), and the
-    best batched env against the best subprocess VecEnv."""
-    scale = _frame(scale_records)
-    lines = []
-    for layout, name in (("ddp", "DDP, 2 ranks vs 1"), ("workers", "Rollout workers, 2 vs 1")):
-        part = scale[scale["layout"] == layout].set_index("processes")
-        if not {1, 2} <= set(part.index):
-            continue
-        one, two = part.loc[1], part.loc[2]
-        line = (f"* {name}: {two['samples_per_s'] / one['samples_per_s']:.2f}× the training samples/s "
-                f"({int(one['envs_per_process'])} envs per {'rank' if layout == 'ddp' else 'worker'}")
-        if layout == "workers" and _present(part, "learner_threads"):
-            line += (f", the learner's update on {int(one['learner_threads'])} and "
-                     f"{int(two['learner_threads'])} thread(s)")
-        line += ")"
-        if layout == "ddp" and _present(part, "env_steps_per_s"):
-            line += (f"; env-steps/s of the two ranks together "
-                     f"{two['env_steps_per_s'] / one['env_steps_per_s']:.2f}× one rank's")
-        if layout == "workers" and _present(part, "rollout_env_steps_per_s"):
-            line += f"; the rollout alone {two['rollout_env_steps_per_s'] / one['rollout_env_steps_per_s']:.2f}×"
-        lines.append(line + ".")
-        if "runs" in part and isinstance(one["runs"], list) and isinstance(two["runs"], list):
-            pairs = [(_run_value(a, "samples_per_s"), _run_value(b, "samples_per_s"))
-                     for a, b in zip(one["runs"], two["runs"])]
-            ratios = [b / a for a, b in pairs if a and b]
-            if ratios:
-                lines.append(f"* {layout}: 2 vs 1 run by run (interleaved pairs): "
-                             + ", ".join(f"{r:.2f}×" for r in ratios))
-    best_vec = scale.loc[scale["layout"] == "vec", "env_steps_per_s"].max()
-    best_subproc = scale.loc[scale["layout"] == "subproc", "env_steps_per_s"].max()
-    if math.isfinite(best_vec) and math.isfinite(best_subproc):
-        lines.append(f"* One batched env at its best: {best_vec:,.0f} env-steps/s, "
-                     f"{best_vec / best_subproc:,.0f}× the best subprocess VecEnv.")
-    return lines
-
-
-def scale_spread(scale_records: Iterable[dict] | pd.DataFrame, key: str = "samples_per_s") -> dict[str, float]:
-    """(max − min) / median of the repeats of each process layout that keeps them, by label."""
-    scale = _frame(scale_records)
-    spread = {}
-    if "runs" not in scale:
-        return spread
-    for _, record in scale.iterrows():
-        runs = record["runs"] if isinstance(record["runs"], list) else []
-        values = sorted(v for v in (_run_value(run, key) for run in runs) if v)
-        if len(values) >= 2:
-            median = float(pd.Series(values).median())
-            spread[scale_label(record)] = (values[-1] - values[0]) / median
-    return spread
 
 
 def gpu_summary(gpu_records: Iterable[dict] | pd.DataFrame, reference: float) -> list[str]:

@@ -25,11 +25,13 @@ One iteration (`WorkerPool.collect`):
 4. each worker answers with its episode statistics; the learner sums them.
 
 The pool is synchronous (every sample is on-policy, as PPO needs), so the workers sit idle while
-the learner updates. The learner therefore borrows their cores for the update: it runs the
-gradient steps with ``learner_threads`` torch threads (default: one per worker, at most the cores
-this process may use) and goes back to its own thread count for the rest of the loop
-(`WorkerPool.update_threads`). N cores thus serve both phases: N worker processes collect, then
-N threads update — which is what lets the *whole* loop, not only the rollout, scale with cores.
+the learner updates. The learner may borrow their cores for the update: it runs the gradient
+steps with ``learner_threads`` torch threads and goes back to its own thread count for the rest of
+the loop (`WorkerPool.update_threads`). The default is one thread (`DEFAULT_LEARNER_THREADS`),
+chosen by measurement: ``bench scale`` (``book/data/bench_scale.jsonl``, 2026-12-01, 2 CPU cores
+under load) ran two workers faster with the update on one thread than on two. A second thread
+pays only where a second core is free during the update and the update's operations are large
+enough to split; pass ``learner_threads`` to try it (book chapter 4).
 
 Failures never hang the learner: it waits on the pipes *and* on the processes' sentinels with
 a timeout, so a worker that raises (its traceback is sent back), is killed, or goes silent ends
@@ -56,6 +58,11 @@ from ..envs.core import observation_size
 from ..errors import InputError, TrainingError
 
 _ROLLOUT_FIELDS = tuple(f.name for f in dataclasses.fields(Rollout) if f.name != "stats")  # the tensors
+
+
+DEFAULT_LEARNER_THREADS = 1
+"""The learner's torch threads during the update when `WorkerPool` is given none: the faster of 1
+and 2 in the committed ``bench scale`` record (book chapter 4.5)."""
 
 
 class WorkerError(TrainingError):
@@ -178,8 +185,8 @@ class WorkerPool:
     the run ends with a `WorkerError` instead of hanging.
 
     ``learner_threads``: torch threads of the learner's update while the workers are idle
-    (default ``min(num_workers, available_cores())``: the workers' cores); the trainer enters
-    `update_threads` around each update.
+    (default `DEFAULT_LEARNER_THREADS`, at most the cores this process may use); the trainer
+    enters `update_threads` around each update.
     """
 
     def __init__(self, market: MarketData, config: PPOConfig, env_config: EnvConfig | None = None,
@@ -189,7 +196,7 @@ class WorkerPool:
         if learner_threads is not None and learner_threads < 1:
             raise InputError(f"learner_threads must be >= 1, got {learner_threads}")
         self.num_workers = num_workers
-        self.learner_threads = learner_threads or max(1, min(num_workers, available_cores()))
+        self.learner_threads = learner_threads or max(1, min(DEFAULT_LEARNER_THREADS, available_cores()))
         self.env_counts = split_envs(config.num_envs, num_workers)
         self.num_envs = config.num_envs
         self.horizon_len = config.horizon_len

@@ -1,0 +1,365 @@
+"""Scale-out readings of ``bench scale`` records: speed-ups, phases, and a cost model.
+
+Chapters 4, 5, 6 and 8 read the same record with the same functions:
+
+* `speedups` — every configuration's rate against one baseline, by default the **fastest
+  single-process configuration** (the in-process trainer with the highest median samples/s), with
+  the round-by-round ratios (``bench scale`` interleaves its repeats, so run *i* of every
+  configuration comes from round *i*) and the load averages the runs ended at;
+* `phase_table` — where an iteration's seconds go (rollout, transfer, update, all-reduce,
+  waiting) in each layout;
+* `fit_cost_model` / `CostModel` — a three-number model of an iteration, fitted to the phases of
+  one and two processes, and its projection to more processes (`project`, `plot_projection`).
+
+All functions are pure: records in, tables, numbers or a figure out.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from typing import Iterable
+
+import pandas as pd
+
+from ..bench.scale import PHASES, scale_label
+from ..errors import InputError
+
+BASELINE_LAYOUT = "trainer"
+"""The single-process configuration every speed-up of the scale-out chapters is measured against."""
+
+
+def _records(records: Iterable[dict], key: str) -> list[dict]:
+    return [r for r in records if isinstance(r.get(key), (int, float)) and r.get(key) == r.get(key)]
+
+
+def _runs(record: dict, key: str) -> list[float]:
+    runs = record.get("runs") or [{key: record[key]}]
+    return [float(run[key]) for run in runs if run.get(key) is not None]
+
+
+def _loads(record: dict) -> list[float]:
+    runs = record.get("runs") or [record]
+    return [run["loadavg"][0] for run in runs if run.get("loadavg")]
+
+
+def fastest_single_process(records: Iterable[dict], key: str = "samples_per_s") -> dict:
+    """The in-process trainer record with the highest median ``key``: the baseline of `speedups`."""
+    trainers = [r for r in _records(records, key) if r["layout"] == BASELINE_LAYOUT]
+    if not trainers:
+        raise InputError(f"the records hold no {BASELINE_LAYOUT!r} layout with {key}: run "
+                         "`python -m finrl_tutorial bench scale --layouts trainer ...` to measure the baseline")
+    return max(trainers, key=lambda r: r[key])
+
+
+def speedups(records: Iterable[dict], key: str = "samples_per_s", baseline: str | None = None,
+             layouts: Iterable[str] | None = None) -> pd.DataFrame:
+    """One row per configuration (labelled by `scale_label`) with a ``key`` rate: its median, the
+    min and max of its repeats, its speed-up against ``baseline`` (a label; default the fastest
+    in-process trainer, `fastest_single_process`) as the ratio of medians and, where both keep
+    their repeats, the min and max of the round-by-round ratios; the repeats and the range of
+    1-minute load averages the runs ended at, and a ``verdict`` from the rounds: ``faster`` or
+    ``slower`` only if every round says so, else ``tie``. ``layouts`` keeps only those layouts (the
+    baseline row is always kept). The ``baseline`` column names the baseline in every row."""
+    records = _records(records, key)
+    by_label = {scale_label(r): r for r in records}
+    base_label = baseline or scale_label(fastest_single_process(records, key))
+    if base_label not in by_label:
+        raise InputError(f"no configuration labelled {base_label!r} with {key} in the records; "
+                         f"there are: {', '.join(by_label)}")
+    base = by_label[base_label]
+    base_runs = _runs(base, key)
+    wanted = set(layouts) if layouts is not None else None
+    rows = {}
+    for label, record in by_label.items():
+        if wanted is not None and record["layout"] not in wanted and label != base_label:
+            continue
+        values = _runs(record, key)
+        paired = len(values) == len(base_runs) and "runs" in record and "runs" in base
+        ratios = [v / b for v, b in zip(values, base_runs)] if paired else [record[key] / base[key]]
+        loads = _loads(record)
+        rows[label] = {"layout": record["layout"], "processes": int(record["processes"]),
+                       "median": float(record[key]), "min": min(values), "max": max(values),
+                       "speed-up": float(record[key]) / float(base[key]),
+                       "rounds min": min(ratios), "rounds max": max(ratios), "repeats": len(values),
+                       "load min": min(loads) if loads else math.nan, "load max": max(loads) if loads else math.nan,
+                       "verdict": _verdict(ratios) if label != base_label else "baseline", "baseline": base_label}
+    return pd.DataFrame(rows).T.infer_objects()
+
+
+def _verdict(ratios: list[float]) -> str:
+    """``faster`` or ``slower`` only if every round says so; a tie when the rounds lie on both sides of 1."""
+    if min(ratios) > 1:
+        return "faster"
+    if max(ratios) < 1:
+        return "slower"
+    return "tie"
+
+
+def speedup_text(table: pd.DataFrame, label: str) -> str:
+    """``"0.85× the samples/s of the in-process trainer (256 envs) (round by round against it:
+    0.80–0.90×)"``: one row of `speedups` in words, its baseline named."""
+    row = table.loc[label]
+    rounds = (f" (round by round against it: {row['rounds min']:.2f}–{row['rounds max']:.2f}×)"
+              if row["repeats"] > 1 and row["rounds min"] != row["rounds max"] else "")
+    verdict = {"tie": ": a tie, the rounds lie on both sides of 1", "faster": ": faster in every round",
+               "slower": ": slower in every round"}.get(row["verdict"], "") if row["repeats"] > 1 else ""
+    return f"{row['speed-up']:.2f}× the samples/s of the {row['baseline']}{rounds}{verdict}"
+
+
+def plot_speedups(table: pd.DataFrame, ax, title: str, xlabel: str = "training samples / s (rollout + update)"):
+    """Bars of `speedups`' medians with min..max whiskers, each labelled with its speed-up
+    against the table's baseline (drawn as a dashed line)."""
+    medians = table["median"].astype(float)
+    labels = list(table.index)
+    colors = ["tab:grey" if label == table["baseline"].iloc[0] else "tab:blue" for label in labels]
+    ax.barh(labels, medians, color=colors, alpha=0.85)
+    ax.errorbar(medians, labels, xerr=[medians - table["min"], table["max"] - medians], fmt="none",
+                color="black", capsize=4)
+    for y, (x, speed, lo, hi) in enumerate(zip(table["max"], table["speed-up"], table["rounds min"],
+                                               table["rounds max"])):
+        text = f"{medians.iloc[y]:,.0f}  ({speed:.2f}×" + (f", rounds {lo:.2f}–{hi:.2f}×)" if lo != hi else ")")
+        ax.annotate(text, (x, y), xytext=(4, 0), textcoords="offset points", va="center", fontsize="small")
+    ax.axvline(float(table.loc[table["baseline"].iloc[0], "median"]), color="tab:grey", linestyle="--",
+               linewidth=1)
+    ax.set_xlim(0, 1.9 * float(table["max"].max()))
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel + f";  ×: against the {table['baseline'].iloc[0]}")
+    ax.set_title(title, fontsize="medium")
+    ax.grid(axis="x", alpha=0.3)
+
+
+def phase_table(records: Iterable[dict], layouts: Iterable[str] = ("trainer", "workers", "ddp")) -> pd.DataFrame:
+    """Seconds per iteration of every phase (medians over the repeats), the samples of one
+    iteration and the samples/s those phases imply, one row per configuration that timed them."""
+    wanted = set(layouts)
+    rows = {}
+    for record in records:
+        if record.get("layout") in wanted and isinstance(record.get("phases"), dict):
+            phases = {name: float(record["phases"].get(name, 0.0)) for name in PHASES}
+            total = sum(phases.values())
+            rows[scale_label(record)] = phases | {"total": total, "samples": int(record["samples_per_iteration"]),
+                                                  "samples / s (phases)": record["samples_per_iteration"] / total,
+                                                  "samples / s (measured)": float(record["samples_per_s"])}
+    return pd.DataFrame(rows).T
+
+
+# --- the cost model -------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class CostModel:
+    """Seconds of one training iteration with P processes, each holding the same number of
+    sub-envs (so P processes collect P times the samples of one):
+
+    * ``workers``: ``T(P) = rollout + P × update / thread_speedup + overhead × (P − 1)`` — the
+      workers' rollouts run side by side, the learner's update of all P blocks does not (the
+      serial part);
+    * ``ddp``: ``T(P) = rollout + update + overhead × (P − 1)`` — every rank updates its own
+      block, and the gradients meet in an all-reduce.
+
+    ``rollout`` and ``update`` are one process's phases (seconds per iteration), ``overhead`` the
+    seconds each added process adds (weights out and waiting for the slowest worker, or the
+    all-reduce and waiting for the slowest rank, and whatever sharing the machine costs), and
+    ``thread_speedup`` how much faster the update ran on the workers' P learner threads (1: one
+    thread; measured at P = 2, assumed the same beyond).
+    Assumes one free core (or device) per process; nothing in it knows about a machine's size."""
+
+    layout: str
+    rollout: float
+    update: float
+    overhead: float
+    samples_per_process: int
+    thread_speedup: float = 1.0
+
+    @property
+    def serial_fraction(self) -> float:
+        """The share of one process's iteration that more processes do not split: the update in
+        the workers layout, nothing in DDP."""
+        return self.update / (self.rollout + self.update) if self.layout == "workers" else 0.0
+
+    @property
+    def overhead_fraction(self) -> float:
+        """The overhead of one added process as a share of one process's iteration."""
+        return self.overhead / (self.rollout + self.update)
+
+    def iteration_seconds(self, processes: int) -> float:
+        if processes < 1:
+            raise InputError(f"processes must be >= 1, got {processes}")
+        extra = self.overhead * (processes - 1)
+        if self.layout == "workers":  # one worker: one learner thread, whatever the pool's setting
+            threads = self.thread_speedup if processes > 1 else 1.0
+            return self.rollout + processes * self.update / threads + extra
+        return self.rollout + self.update + extra
+
+    def samples_per_s(self, processes: int) -> float:
+        return processes * self.samples_per_process / self.iteration_seconds(processes)
+
+
+def _phase_seconds(record: dict) -> tuple[float, float, float]:
+    """(rollout incl. transfer, update, all-reduce + waiting) of a record's phases."""
+    phases = record["phases"]
+    return (phases["rollout"] + phases.get("transfer", 0.0), phases["update"],
+            phases.get("all_reduce", 0.0) + phases.get("waiting", 0.0))
+
+
+def _one(records: list[dict], layout: str, processes: int, threads: int | None = None) -> dict:
+    found = [r for r in records if r["layout"] == layout and r["processes"] == processes and "phases" in r
+             and (threads is None or r.get("learner_threads") == threads)]
+    if not found:
+        raise InputError(f"the records hold no {layout} layout with {processes} process(es)"
+                         + (f" and learner_threads={threads}" if threads else "") + " and phases: run "
+                         "`python -m finrl_tutorial bench scale --layouts trainer workers ddp --processes 1 2`")
+    return found[-1]
+
+
+def fit_cost_model(records: Iterable[dict], layout: str, learner_threads: int = 1) -> CostModel:
+    """The `CostModel` of ``layout`` (``workers`` or ``ddp``) from the phases of its 1- and
+    2-process records: rollout and update from one process, the overhead from what two processes'
+    phases add beyond the model's other terms, and (workers) the update's speed-up on
+    ``learner_threads`` threads, from the two 2-worker records. Two points fix the three numbers,
+    so the model reproduces both by construction: see `model_check`."""
+    if layout not in ("workers", "ddp"):
+        raise InputError(f"the cost model covers the workers and ddp layouts, got {layout!r}")
+    records = list(records)
+    one = _one(records, layout, 1)
+    rollout, update, communication = _phase_seconds(one)
+    update += communication  # one rank's all-reduce: part of its own iteration
+    samples = int(one["samples_per_iteration"])
+    thread_speedup = 1.0
+    if layout == "workers":
+        two = _one(records, layout, 2, threads=1)
+        if learner_threads != 1:
+            threaded = _one(records, layout, 2, threads=learner_threads)
+            thread_speedup = _phase_seconds(two)[1] / _phase_seconds(threaded)[1]
+            two = threaded
+        model = CostModel(layout, rollout, update, 0.0, samples, thread_speedup)
+    else:
+        two = _one(records, layout, 2)
+        model = CostModel(layout, rollout, update, 0.0, samples)
+    measured_two = sum(_phase_seconds(two))
+    return dataclasses.replace(model, overhead=measured_two - model.iteration_seconds(2))
+
+
+def model_check(records: Iterable[dict], model: CostModel) -> pd.DataFrame:
+    """The model against every point the records hold for its layout (and thread count): the
+    samples/s it predicts, the samples/s measured from the training runs' wall clock, and the
+    relative error. The phases fix the model, the wall clock does not: the error is the time an
+    iteration spends outside the timed phases (logging, the pool's bookkeeping) plus noise."""
+    rows = {}
+    for record in records:
+        if record.get("layout") != model.layout or "phases" not in record:
+            continue
+        if model.layout == "workers" and record["processes"] > 1:
+            threads_of_model = 1 if model.thread_speedup == 1.0 else record["processes"]
+            if record.get("learner_threads") != threads_of_model:
+                continue
+        processes = int(record["processes"])
+        predicted = model.samples_per_s(processes)
+        rows[scale_label(record)] = {"processes": float(processes), "model samples / s": predicted,
+                                     "measured samples / s": float(record["samples_per_s"]),
+                                     "error": predicted / float(record["samples_per_s"]) - 1}
+    return pd.DataFrame(rows).T
+
+
+def project(model: CostModel, processes: Iterable[int] = (1, 2, 4, 8, 16),
+            baseline: float | None = None) -> pd.DataFrame:
+    """The model's samples/s at each process count (a projection beyond the measured points),
+    and, with ``baseline`` (samples/s), the speed-up against it."""
+    rows = {}
+    for p in processes:
+        rate = model.samples_per_s(p)
+        rows[p] = {"samples / s": rate} | ({"speed-up": rate / baseline} if baseline else {})
+    return pd.DataFrame(rows).T.rename_axis("processes")
+
+
+def plot_projection(models: dict[str, CostModel], baseline: float, measured: dict[str, dict[int, tuple]], ax,
+                    title: str, max_processes: int = 16, measured_up_to: int = 2, unit: str = "processes"):
+    """Speed-up against ``baseline`` (samples/s of the fastest single process) of each model from 1
+    to ``max_processes``: solid where this machine measured (up to ``measured_up_to``), dotted
+    beyond, in a shaded band marked *projection*; ``measured`` adds each label's measured points
+    ``{P: (median, low, high)}`` (speed-ups) with whiskers, and the line of perfect scaling."""
+    counts = list(range(1, max_processes + 1))
+    ax.axvspan(measured_up_to + 0.5, max_processes + 0.5, color="tab:orange", alpha=0.08)
+    ax.text(measured_up_to + 0.7, 0.97, "projection (cost model)", transform=ax.get_xaxis_transform(),
+            va="top", fontsize="small", color="tab:orange")
+    ax.plot(counts, counts, color="grey", linestyle=":", linewidth=1, label="perfect: P × the baseline")
+    for k, (label, model) in enumerate(models.items()):
+        color = f"C{k}"
+        speed = [model.samples_per_s(p) / baseline for p in counts]
+        inside = [p for p in counts if p <= measured_up_to]
+        ax.plot(inside, speed[:len(inside)], "-", color=color, label=f"{label}: model")
+        ax.plot(counts[len(inside) - 1:], speed[len(inside) - 1:], ":", color=color, linewidth=2)
+        for p, (median, low, high) in measured.get(label, {}).items():
+            ax.errorbar([p], [median], yerr=[[median - low], [high - median]], fmt="o", color=color, capsize=4,
+                        label=f"{label}: measured" if p == min(measured[label]) else None)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xticks([p for p in (1, 2, 4, 8, 16, 32) if p <= max_processes], [str(p) for p in (1, 2, 4, 8, 16, 32)
+                                                                              if p <= max_processes])
+    ax.set_xlabel(f"{unit} (each with its own core or device, as the model assumes)")
+    ax.set_ylabel("speed-up over the fastest single process")
+    ax.set_title(title, fontsize="medium")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize="small", loc="upper left")
+
+
+def measured_points(table: pd.DataFrame, layout: str, threads: int | None = None) -> dict[int, tuple]:
+    """``{processes: (speed-up, rounds min, rounds max)}`` of one layout's rows of `speedups`
+    (for `plot_projection`); ``threads`` keeps the workers rows of that learner thread count
+    (and the one-worker row)."""
+    points = {}
+    for label, row in table[table["layout"] == layout].iterrows():
+        if threads is not None and row["processes"] > 1 and f"on {threads} thread" not in label:
+            continue
+        points[int(row["processes"])] = (float(row["speed-up"]), float(row["rounds min"]), float(row["rounds max"]))
+    return points
+
+
+def learner_threads_reading(records: Iterable[dict]) -> dict:
+    """The two 2-worker records, the update on 1 thread and on 2: each one's median samples/s,
+    the round-by-round ratios (2 threads ÷ 1) and the load averages, and which was faster."""
+    records = list(records)
+    one, two = _one(records, "workers", 2, threads=1), _one(records, "workers", 2, threads=2)
+    ratios = [b / a for a, b in zip(_runs(one, "samples_per_s"), _runs(two, "samples_per_s"))]
+    return {"1 thread": one["samples_per_s"], "2 threads": two["samples_per_s"],
+            "ratio": two["samples_per_s"] / one["samples_per_s"], "rounds": ratios,
+            "update seconds": {1: one["phases"]["update"], 2: two["phases"]["update"]},
+            "loads": _loads(one) + _loads(two), "faster": 1 if one["samples_per_s"] >= two["samples_per_s"] else 2,
+            "median of rounds": statistics.median(ratios)}
+
+
+# --- chapter 6: the cost of one call of a batched env ------------------------------------------------
+
+def fit_per_call(num_envs: Iterable[int], env_steps_per_s: Iterable[float]) -> dict[str, float]:
+    """Least-squares fit of the seconds of one step call, ``t(n) = call + n × account``, to a sweep
+    of a batched env (``n`` accounts, measured env-steps/s): the fixed cost of a call, the cost of
+    one more account, and the size ``call / account`` at which the two are equal (below it the
+    fixed cost dominates; throughput grows almost in proportion to ``n``)."""
+    sizes = [float(n) for n in num_envs]
+    seconds = [n / rate for n, rate in zip(sizes, env_steps_per_s)]
+    if len(sizes) < 2 or len(set(sizes)) < 2:
+        raise InputError("fit_per_call needs at least two different sizes")
+    mean_n, mean_t = statistics.fmean(sizes), statistics.fmean(seconds)
+    slope = (sum((n - mean_n) * (t - mean_t) for n, t in zip(sizes, seconds))
+             / sum((n - mean_n) ** 2 for n in sizes))
+    call = mean_t - slope * mean_n
+    return {"call_seconds": call, "account_seconds": slope,
+            "break_even_accounts": call / slope if slope > 0 else math.inf}
+
+
+def same_work_seconds(records: Iterable[dict], layout: str) -> dict:
+    """The rollout phase of the same work (one process's sub-envs, one iteration) in the in-process
+    trainer and in one process of ``layout`` (``workers`` or ``ddp``), from the same rounds, and
+    their ratio: on a machine with more runnable processes than cores, the same work can take
+    different times in different processes (each gets a share of the cores), which is no parallel
+    speed-up."""
+    records = list(records)
+    one = _one(records, layout, 1)
+    trainers = [r for r in records if r["layout"] == BASELINE_LAYOUT and "phases" in r
+                and r["num_envs"] == one["envs_per_process"]]
+    if not trainers:
+        raise InputError(f"the records hold no in-process trainer with {one['envs_per_process']} envs and phases")
+    trainer = trainers[-1]
+    return {"trainer": trainer["phases"]["rollout"], layout: one["phases"]["rollout"],
+            "ratio": trainer["phases"]["rollout"] / one["phases"]["rollout"], "envs": int(one["envs_per_process"])}
