@@ -93,7 +93,7 @@ class _ScriptedEnv:
 
 def test_collect_rollout_bootstraps_truncations_and_zeroes_terminations():
     torch.manual_seed(0)
-    agent = ActorCritic(1, 1, (8,))
+    agent = ActorCritic(1, 1, (8,), init_log_std=-0.5, network="mlp", portfolio=False)
     rollout = Rollout.empty(3, 2, 1, 1, "cpu")
     env = _ScriptedEnv()
     collect_rollout(env, agent, rollout, torch.zeros(2, 1))
@@ -114,7 +114,7 @@ def test_collect_rollout_takes_ongoing_next_values_from_the_next_step_and_bootst
     """Ongoing episodes' next value is the following step's own value; after the last step it is
     the critic's value of the observation the rollout returns."""
     torch.manual_seed(1)
-    agent = ActorCritic(1, 1, (8,))
+    agent = ActorCritic(1, 1, (8,), init_log_std=-0.5, network="mlp", portfolio=False)
     rollout = Rollout.empty(3, 2, 1, 1, "cpu")
     last_obs = collect_rollout(_ScriptedEnv(), agent, rollout, torch.zeros(2, 1))
     with torch.no_grad():
@@ -142,7 +142,7 @@ def test_in_place_tanh_is_tanh_forward_and_backward_and_leaves_views_alone():
 def test_mean_and_value_equal_mean_and_value_apart():
     torch.manual_seed(0)
     for network in ("stockwise", "mlp"):
-        agent = ActorCritic(1 + 4 * 3, 4, (16, 16), network=network, portfolio=True)
+        agent = ActorCritic(1 + 4 * 3, 4, (16, 16), init_log_std=-0.5, network=network, portfolio=True)
         obs = torch.randn(5, 1 + 4 * 3)
         with torch.no_grad():
             mean, value = agent.mean_and_value(obs)
@@ -199,7 +199,7 @@ def _synthetic_rollout(agent, horizon, num_envs, obs_dim, action_dim, seed=0, ze
 
 def _fresh(seed=0, obs_dim=4, action_dim=2, **config):
     torch.manual_seed(seed)
-    agent = ActorCritic(obs_dim, action_dim, (16, 16))
+    agent = ActorCritic(obs_dim, action_dim, (16, 16), init_log_std=-0.5, network="mlp", portfolio=False)
     cfg = PPOConfig(**config)
     return agent, torch.optim.Adam(agent.parameters(), lr=cfg.learning_rate, eps=1e-5), cfg
 
@@ -261,7 +261,7 @@ def test_entropy_bonus_raises_the_policy_entropy(entropy_coef):
 def test_stored_log_probs_equal_recomputed_ones_before_the_first_update(sse15):
     torch.manual_seed(0)
     env = VecStockTradingEnv(sse15.train, 6, EnvConfig(), seed=1)
-    agent = ActorCritic(env.observation_dim, env.action_dim)
+    agent = ActorCritic(env.observation_dim, env.action_dim, (128, 128), init_log_std=-0.5, network="mlp", portfolio=False)
     rollout = Rollout.empty(20, 6, env.observation_dim, env.action_dim, "cpu")
     obs, _ = env.reset()
     collect_rollout(env, agent, rollout, obs)
@@ -279,7 +279,7 @@ def test_update_defaults_to_the_loss_of_the_configs_algo():
     """One loss selector: update() without a loss uses `policy_loss_for(config)`, A2C's for A2C."""
     def run(config, loss):
         torch.manual_seed(0)
-        agent = ActorCritic(4, 2, (16, 16))
+        agent = ActorCritic(4, 2, (16, 16), init_log_std=-0.5, network="mlp", portfolio=False)
         rollout = _synthetic_rollout(agent, 8, 4, 4, 2)
         rollout.log_probs -= 0.5  # ratio e^0.5, outside PPO's clip: there the two losses' gradients differ
         update(agent, make_optimizer(agent, config), rollout, config, loss, torch.Generator().manual_seed(0))
@@ -322,7 +322,7 @@ def test_both_collectors_and_all_learner_contexts_satisfy_their_protocols(sse15)
     config = make_config("ppo", num_envs=4, horizon_len=8)
     env = VecStockTradingEnv(sse15.train, 4, EnvConfig(), seed=0)
     assert not isinstance(env, Collector)  # an env is wrapped by learn(), not used as it is
-    in_process = EnvCollector(env)
+    in_process = EnvCollector(env, collect_rollout)
     assert isinstance(in_process, Collector)
     torch.manual_seed(0)
     agent = ActorCritic.from_config(env.observation_dim, env.action_dim, config, env.config.action_mode)
@@ -418,7 +418,7 @@ def _final_weights(agent, market, env_config):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_ppo_learns_to_hold_the_rising_stock(edge_market, seed):
     env_config = EnvConfig(episode_days=50)
-    untrained = ActorCritic(1 + 2 * (edge_market.test.num_features + 3), 2)
+    untrained = ActorCritic(1 + 2 * (edge_market.test.num_features + 3), 2, (128, 128), init_log_std=-0.5, network="mlp", portfolio=False)
     assert _final_weights(untrained, edge_market.test, env_config)[0] < 0.05  # it has to learn to buy
 
     config = make_config("ppo", num_envs=16, horizon_len=32, batch_size=256, repeat_times=4, total_steps=8192,

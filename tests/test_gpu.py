@@ -33,7 +33,7 @@ def test_cuda_env_equals_cpu_env(sse15):
 def test_graphed_rollout_noise_advances(sse15):
     torch.manual_seed(0)
     env = VecStockTradingEnv(sse15.train, 256, device="cuda", seed=0)
-    agent = ActorCritic(env.observation_dim, env.action_dim).cuda()
+    agent = ActorCritic(env.observation_dim, env.action_dim, (128, 128), init_log_std=-0.5, network="mlp", portfolio=False).cuda()
     rollout = Rollout.empty(8, 256, env.observation_dim, env.action_dim, "cuda")
     obs, _ = env.reset()
     graphed = GraphedRollout(env, agent, rollout, obs)
@@ -46,7 +46,7 @@ def test_graphed_rollout_noise_advances(sse15):
 
 def test_eager_rollout_on_cuda_runs(sse15):
     env = VecStockTradingEnv(sse15.train, 128, device="cuda", seed=0)
-    agent = ActorCritic(env.observation_dim, env.action_dim).cuda()
+    agent = ActorCritic(env.observation_dim, env.action_dim, (128, 128), init_log_std=-0.5, network="mlp", portfolio=False).cuda()
     rollout = Rollout.empty(16, 128, env.observation_dim, env.action_dim, "cuda")
     obs, _ = env.reset()
     collect_rollout(env, agent, rollout, obs)

@@ -63,7 +63,7 @@ from finrl_tutorial.bench import learn  # noqa: E402
 def test_the_stockwise_network_is_permutation_equivariant():
     torch.manual_seed(0)
     stocks, per_stock = 5, 4
-    agent = ActorCritic(1 + stocks * per_stock, stocks, (16, 16), network="stockwise", portfolio=True)
+    agent = ActorCritic(1 + stocks * per_stock, stocks, (16, 16), init_log_std=-0.5, network="stockwise", portfolio=True)
     obs = torch.randn(3, 1 + stocks * per_stock)
     order = torch.tensor([3, 0, 4, 1, 2])
     blocks = obs[:, 1:].reshape(3, stocks, per_stock)
@@ -74,16 +74,16 @@ def test_the_stockwise_network_is_permutation_equivariant():
 
 
 def test_the_portfolio_head_trades_softmax_weights_with_cash_at_score_zero():
-    agent = ActorCritic(1 + 3 * 2, 3, (8,), network="stockwise", portfolio=True)
+    agent = ActorCritic(1 + 3 * 2, 3, (8,), init_log_std=-0.5, network="stockwise", portfolio=True)
     scores = torch.tensor([[0.0, 0.0, 0.0], [math.log(2.0), -50.0, 0.0]])
     weights = agent.env_action(scores)
     torch.testing.assert_close(weights[0], torch.full((3,), 0.25))  # cash and 3 stocks alike
     torch.testing.assert_close(weights[1], torch.tensor([0.5, 0.0, 0.25]), atol=1e-12, rtol=0)
     assert bool((weights.sum(-1) < 1).all())
-    flat = ActorCritic(7, 3, (8,))
+    flat = ActorCritic(7, 3, (8,), init_log_std=-0.5, network="mlp", portfolio=False)
     assert flat.env_action(scores) is scores  # no head: the env gets the sample as it is
     with pytest.raises(ValueError, match="not 1 \\+ 3 stocks"):
-        ActorCritic(8, 3, (8,), network="stockwise")
+        ActorCritic(8, 3, (8,), init_log_std=-0.5, network="stockwise", portfolio=False)
 
 
 def test_equal_shares_and_constant_action_baselines(sse15):

@@ -307,7 +307,7 @@ def test_ddp_context_outside_torchrun_says_how_to_launch(monkeypatch):
 def test_data_parallel_falls_back_to_the_plain_module_on_cpu(edge_market):
     context = DataParallelContext(device="cpu")
     assert (context.rank, context.world_size, context.device) == (0, 1, torch.device("cpu"))
-    agent = ActorCritic(4, 2)
+    agent = ActorCritic(4, 2, (128, 128), init_log_std=-0.5, network="mlp", portfolio=False)
     assert context.wrap(agent) is agent and context.all_reduce_mean(3.0) == 3.0
     result = train(edge_market, _tiny_config(total_steps=1024), EDGE_ENV, eval_every=0, progress=False,
                    distributed=context)
