@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .errors import strict_fields
+
 LOT_SIZE = 100
 """Rule: a board lot is 100 shares; the ``shares`` action mode counts its orders in these lots."""
 
@@ -323,6 +325,7 @@ def split_corporate_action(previous_close, reference):
     return ratio, dividend
 
 
+@strict_fields
 @dataclass(frozen=True)
 class FeeSchedule:
     """Trading costs. Rates are fractions of traded value; schedules are (effective date, rate).

@@ -40,7 +40,8 @@ EDGE_ENV = EnvConfig(action_mode="weights", episode_days=40)
 
 def _edge_bars(days: int = 120) -> pd.DataFrame:
     """Two stocks: 600000.SH opens at yesterday's close and closes 1 % higher every day; 600036.SH
-    never moves. Holding the first is an obvious, always-on edge."""
+    never moves. Holding the first is an obvious, always-on edge (volume high enough that the
+    participation cap at the open, 10 % of the auction's 1/48 of the day, never binds)."""
     dates = pd.bdate_range("2021-01-04", periods=days).strftime("%Y-%m-%d")
     rising = 10.0 * 1.01 ** np.arange(days + 1)
     rows = []
@@ -49,7 +50,8 @@ def _edge_bars(days: int = 120) -> pd.DataFrame:
         open_, close = np.round(open_, 2), np.round(close, 2)
         rows.append(pd.DataFrame({"date": dates, "tic": tic, "open": open_, "close": close,
                                   "high": np.maximum(open_, close) + 0.01, "low": np.minimum(open_, close) - 0.01,
-                                  "volume": 1e6}))
+                                  # liquid enough that the opening auction's volume cap never binds
+                                  "volume": 1e8}))
     return pd.concat(rows, ignore_index=True)
 
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import strict_fields
 from .ppo import PPOConfig
 
 
+@strict_fields
 @dataclass
 class A2CConfig(PPOConfig):
     """PPOConfig with A2C's defaults: short rollouts, one full-batch step per iteration."""

@@ -25,10 +25,11 @@ import torch
 from torch import nn
 from torch.distributions import Normal
 
-from ..errors import ConfigError, check_bool, check_choice, check_device, check_int, check_real
+from ..errors import ConfigError, check_bool, check_choice, check_device, check_int, check_real, strict_fields
 from .collect import Collector, EnvCollector, LearnerContext, Rollout, SingleProcessContext
 
 
+@strict_fields
 @dataclass
 class PPOConfig:
     """Hyperparameters of PPO (and, with other defaults, of A2C)."""
