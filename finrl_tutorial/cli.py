@@ -400,6 +400,8 @@ def main(argv=None) -> int:
     show_data_warnings_in_one_line()
     args = build_parser().parse_args(argv)
     try:
+        if getattr(args, "out", None) == "":  # an empty --out would silently fall back to the default
+            raise InputError("--out is empty: give a file or folder name, or leave the option out")
         return args.func(args)
     except (InputError, TrainingError) as error:  # bad input; anything else is a bug: its traceback shows
         print("error: " + one_line(str(error)), file=sys.stderr)  # one line, whatever the message

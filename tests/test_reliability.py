@@ -241,6 +241,14 @@ def test_bad_calls_are_refused_in_one_line(tmp_path, what, call, fragment):
     assert fragment in message and "\n" not in message, message
 
 
+@pytest.mark.parametrize("command", [["data", "--out", ""], ["train", "--out", ""],
+                                     ["backtest", "--checkpoint", "x.pt", "--out", ""]])
+def test_an_empty_out_is_refused_in_one_line(capsys, command):
+    assert cli.main(command) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "error: --out is empty: give a file or folder name, or leave the option out"
+
+
 def test_configs_raise_config_errors_that_are_value_errors():
     with pytest.raises(ConfigError):
         EnvConfig(episode_days=0)
