@@ -260,3 +260,13 @@ def test_bench_run_puts_the_command_into_every_record_and_keeps_one_a_bench_wrot
     yielded = list(bench.run(argparse.Namespace(bench="env", threads=1)))
     assert [r["command"] for r in yielded] == ["python -m finrl_tutorial bench env --num-envs 4", "its own"]
     assert [r["command"] for r in written] == [r["command"] for r in yielded]  # the file gets it too
+
+
+def test_a_peers_file_with_two_runs_is_refused_rather_than_mixed():
+    from finrl_tutorial.book import peer_summary
+    from finrl_tutorial.errors import InputError
+
+    summary = {"measurement": "summary", "ratios": {}, "targets": {}}
+    assert peer_summary([summary]) is summary
+    with pytest.raises(InputError, match="one run"):
+        peer_summary([summary, dict(summary)])

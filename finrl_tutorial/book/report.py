@@ -11,6 +11,8 @@ from typing import Iterable
 
 import pandas as pd
 
+from ..errors import InputError
+
 
 #: The keys of :func:`finrl_tutorial.provenance.machine` that a JSON-lines record carries at its top level.
 MACHINE_KEYS = ("cpu_count", "platform", "torch", "threads")
@@ -91,8 +93,13 @@ def gpu_summary(gpu_records: Iterable[dict] | pd.DataFrame, reference: float) ->
 
 
 def peer_summary(peer_records: Iterable[dict]) -> dict:
-    """The ``summary`` record of a ``bench peers`` file."""
-    return next(r for r in peer_records if r.get("measurement") == "summary")
+    """The ``summary`` record of a ``bench peers`` file: one run per file (the readings pair each
+    summary's ratios with the repeats of its own run, so two runs in one file would mix)."""
+    summaries = [r for r in peer_records if r.get("measurement") == "summary"]
+    if len(summaries) != 1:
+        raise InputError(f"a bench peers file holds one run (one summary record), this one {len(summaries)}: "
+                         "write each run to its own file (--out)")
+    return summaries[0]
 
 
 def peer_table(peer_records: Iterable[dict]) -> pd.DataFrame:
