@@ -88,7 +88,7 @@ def speedups(records: Iterable[dict], key: str = "samples_per_s", baseline: str 
 
 
 def _verdict(ratios: list[float]) -> str:
-    """``faster`` or ``slower`` only if every round says so; a tie when the rounds lie on both sides of 1."""
+    """``faster`` or ``slower`` only if every round says so; a tie when the rounds reach or cross 1."""
     if min(ratios) > 1:
         return "faster"
     if max(ratios) < 1:
@@ -102,7 +102,7 @@ def speedup_text(table: pd.DataFrame, label: str) -> str:
     row = table.loc[label]
     rounds = (f" (round by round against it: {row['rounds min']:.2f}–{row['rounds max']:.2f}×)"
               if row["repeats"] > 1 and row["rounds min"] != row["rounds max"] else "")
-    verdict = {"tie": ": a tie, the rounds lie on both sides of 1", "faster": ": faster in every round",
+    verdict = {"tie": ": a tie, not every round lies on the same side of 1", "faster": ": faster in every round",
                "slower": ": slower in every round"}.get(row["verdict"], "") if row["repeats"] > 1 else ""
     return f"{row['speed-up']:.2f}× the samples/s of the {row['baseline']}{rounds}{verdict}"
 
