@@ -13,7 +13,7 @@ import torch
 
 from ..data.clean import PreparedMarket
 from ..data.market import MarketData
-from ..errors import check_int, check_real
+from ..errors import InputError, check_int, check_real
 from ..training.trainer import TrainResult, train
 
 
@@ -116,6 +116,16 @@ class FollowedRun:
     """The whole `train` call, followers included."""
     train_seconds: float
     """``wall_seconds`` less the time spent in ``on_candidate``: what the learning itself took."""
+
+
+def check_same_settings(paths: list, records: list[dict], keys, what: str) -> None:
+    """Records to be merged share the header fields ``keys`` with the first (else their runs are
+    not comparable): refuse the first that differs, naming the fields (``what``: "sweep", ...)."""
+    for path, record in zip(paths[1:], records[1:]):
+        differ = [key for key in keys if record.get(key) != records[0].get(key)]
+        if differ:
+            raise InputError(f"{path} was made with other settings than {paths[0]} ({', '.join(differ)}): "
+                             f"only parts of the same {what} can be merged")
 
 
 def train_and_follow(market: PreparedMarket, config, env_config, *, eval_every: int,

@@ -67,7 +67,7 @@ from ..errors import InputError
 from ..metrics import daily_returns, selection_overfitting
 from ..provenance import machine
 from ..training import initial_agent
-from .common import explicit_command, train_and_follow
+from .common import check_same_settings, explicit_command, train_and_follow
 from .learn import DEFAULT_STRENGTHS, capture
 
 KNOBS = ("batch_size", "horizon_len", "repeat_times")
@@ -570,12 +570,8 @@ def merge_records(paths: list, out, command: str | None = None) -> dict:
             records[-1]["runs"]
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise InputError(f"{path} is not a sweep record: {error}") from None
+    check_same_settings(paths, records, SAME_SETTINGS, "sweep")
     first = records[0]
-    for path, record in zip(paths[1:], records[1:]):
-        differ = [key for key in SAME_SETTINGS if record.get(key) != first.get(key)]
-        if differ:
-            raise InputError(f"{path} was made with other settings than {paths[0]} ({', '.join(differ)}): "
-                             "only parts of the same sweep can be merged")
     runs, seen = [], set()
     for record in records:
         for run in record["runs"]:

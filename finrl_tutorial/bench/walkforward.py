@@ -56,7 +56,7 @@ from ..errors import InputError, check_int
 from ..metrics import sharpe_difference_ci
 from ..provenance import machine
 from ..training import initial_agent, train
-from .common import explicit_command
+from .common import check_same_settings, explicit_command
 
 POLICIES = ("agent", "untrained_agent", "constant_action", "equal_weight_buy_and_hold",
             "equal_shares_buy_and_hold", "random")
@@ -302,12 +302,8 @@ def merge_records(paths: list, out, command: str | None = None) -> dict:
     from the first file) and folds, the summary recomputed; the parts' commands, dates, machines
     and load averages are kept under ``merged_from``."""
     records = [_read_record(path) for path in paths]
+    check_same_settings(paths, records, SAME_SETTINGS, "walk-forward")
     first = records[0]
-    for path, record in zip(paths[1:], records[1:]):
-        differ = [key for key in SAME_SETTINGS if record.get(key) != first.get(key)]
-        if differ:
-            raise InputError(f"{path} was made with other settings than {paths[0]} ({', '.join(differ)}): "
-                             "only parts of the same walk-forward can be merged")
     runs, seen, folds = [], set(), {}
     for record in records:
         folds |= {fold["year"]: fold for fold in record["folds"]}
