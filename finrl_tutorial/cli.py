@@ -22,15 +22,15 @@ import pandas as pd
 import torch
 
 from . import bench, data
-from .agents import A2CConfig, PPOConfig, SingleProcessContext, make_config
+from .agents import A2CConfig, PPOConfig, make_config
 from .atomic import atomic_open, write_json, written_together
 from .backtest.runner import agent_policy, backtest
 from .envs import EnvConfig
-from .errors import (ConfigError, InputError, TrainingError, one_line, require_device,
+from .errors import (ConfigError, InputError, TrainingError, one_line,
                      show_data_warnings_in_one_line)
 from .provenance import fast_mode
-from .training import (DataParallelContext, DistributedContext, agent_from_checkpoint, load_checkpoint, results_table,
-                       run_experiment, runs)
+from .training import (DataParallelContext, DistributedContext, agent_from_checkpoint, load_checkpoint,
+                       local_context, results_table, run_experiment, runs)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -250,7 +250,7 @@ def _learner_context(args, config):
         return DistributedContext.from_env(device=args.device)
     if args.data_parallel:
         return DataParallelContext(device=config.device)
-    return SingleProcessContext(require_device(config.device))
+    return local_context(config)
 
 
 def cmd_train(args) -> int:

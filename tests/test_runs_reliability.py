@@ -235,6 +235,20 @@ def test_a_resolved_run_takes_no_folder_options_beside_it(sse15, tmp_path):
         with pytest.raises(InputError, match="pass out_dir to open_run"):
             train(sse15, config, out_dir=tmp_path, run=run)
         assert run.folder is None and run.context.world_size == 1 and run.saved is None
+        with pytest.raises(InputError, match="pass eval_every to open_run"):
+            train(sse15, config, eval_every=3, run=run)
+
+
+def test_the_validation_schedule_is_the_runs(sse15):
+    """``eval_every`` is checked once, in `open_run`, and the bookkeeping follows the run's value."""
+    config = make_config("ppo", **TINY | {"total_steps": 256})
+    with pytest.raises(InputError, match="eval_every must be >= 0"):
+        with run_module.open_run(sse15, config, EnvConfig(), eval_every=-1):
+            pass
+    with run_module.open_run(sse15, config, EnvConfig(), eval_every=0) as run:
+        assert run.eval_every == 0
+        result = train(sse15, config, progress=False, run=run)
+    assert "valid/sharpe_ratio" not in result.log or result.log["valid/sharpe_ratio"].isna().all()
 
 
 # --- the command line is generated from the configs ---------------------------------------------------------

@@ -11,10 +11,10 @@ from .trainer import LOG_COLUMNS, TrainResult, evaluate, initial_agent, train
 from .distributed import DataParallelContext, DistributedContext
 from .equivalence import ddp_equivalence
 from .experiment import results_table, run_experiment
-from .run import Run, data_fingerprint, open_run
+from .run import EVAL_EVERY, Run, data_fingerprint, local_context, open_run
 from .workers import WorkerPool
 
-__all__ = ["LOG_COLUMNS", "DataParallelContext", "DistributedContext", "Run", "TrainResult", "TrainingError",
+__all__ = ["EVAL_EVERY", "LOG_COLUMNS", "DataParallelContext", "DistributedContext", "Run", "TrainResult", "TrainingError",
            "WorkerPool", "agent_from_checkpoint", "atomic_save", "data_fingerprint", "ddp_equivalence", "evaluate",
-           "initial_agent", "load_checkpoint", "open_run", "results_table", "run_experiment", "shard_start_windows",
+           "initial_agent", "load_checkpoint", "local_context", "open_run", "results_table", "run_experiment", "shard_start_windows",
            "train"]

@@ -21,8 +21,8 @@ from ..metrics import sharpe_difference_ci
 from ..plots import plot_band, plot_equity, plot_weights
 from ..provenance import machine
 from .checkpoint import config_to_dict
-from .run import Run, check_fingerprint, given_or_open, same_settings
-from .trainer import EVAL_EVERY, initial_agent, train
+from .run import EVAL_EVERY, Run, check_fingerprint, given_or_open, same_settings
+from .trainer import initial_agent, train
 
 
 def _mean_std(per_seed: list[dict]) -> tuple[dict, dict]:
@@ -56,16 +56,15 @@ def run_experiment(market: PreparedMarket, config: PPOConfig, env_config: EnvCon
     trading days.
     """
     check_int("run_experiment", "seeds", seeds, minimum=1)
-    check_int("run_experiment", "eval_every", eval_every, minimum=0)
     check_split_lengths(market, min_split_days)
     env_config = env_config or EnvConfig()
     with given_or_open(run, market, config, env_config, out_dir=out_dir, resume=resume, overwrite=overwrite,
-                       distributed=distributed, workers=workers) as run:
-        return _run_experiment(market, config, env_config, run, Path(out_dir), seeds, eval_every, progress,
+                       distributed=distributed, workers=workers, eval_every=eval_every) as run:
+        return _run_experiment(market, config, env_config, run, Path(out_dir), seeds, progress,
                                worker_pool_factory, resume)
 
 
-def _settings(market, run: Run, config, env_config, seed_list, eval_every) -> dict:
+def _settings(market, run: Run, config, env_config, seed_list) -> dict:
     """What makes a run this run (``config.json``; a resume must match it). The data block is the
     report's too."""
     summary = market.summary()
@@ -73,7 +72,7 @@ def _settings(market, run: Run, config, env_config, seed_list, eval_every) -> di
             "data": {"source": summary["source"], "tickers": summary["tickers"],
                      "train": list(market.split_dates["train"]), "valid": list(market.split_dates["valid"]),
                      "test": list(market.split_dates["test"]), "fingerprint": run.fingerprint},
-            "seeds": seed_list, "eval_every": eval_every}
+            "seeds": seed_list, "eval_every": run.eval_every}
 
 
 def _check_resumable(saved_path: Path, settings: dict, out_dir: Path) -> None:
@@ -115,11 +114,11 @@ def _seed_resumes(seed_dir: Path) -> bool:
     return False
 
 
-def _run_experiment(market, config, env_config, run: Run, out_dir: Path, seeds, eval_every, progress,
+def _run_experiment(market, config, env_config, run: Run, out_dir: Path, seeds, progress,
                     worker_pool_factory, resume) -> dict:
     is_main = run.context.is_main
     seed_list = [config.seed + k for k in range(seeds)]
-    settings = _settings(market, run, config, env_config, seed_list, eval_every)
+    settings = _settings(market, run, config, env_config, seed_list)
     seed_dirs = [out_dir if seeds == 1 else out_dir / f"seed_{seed}" for seed in seed_list]
     if is_main and resume:
         _check_resumable(out_dir / "config.json", settings, out_dir)
@@ -132,8 +131,8 @@ def _run_experiment(market, config, env_config, run: Run, out_dir: Path, seeds, 
     for seed, part in zip(seed_list, parts):
         pool = worker_pool_factory(seed) if worker_pool_factory else None
         try:
-            result = train(market, replace(config, seed=seed), env_config, eval_every=eval_every, progress=progress,
-                           worker_pool=pool, run=part)
+            result = train(market, replace(config, seed=seed), env_config, progress=progress, worker_pool=pool,
+                           run=part)
         finally:
             if pool is not None:
                 pool.close()

@@ -32,6 +32,10 @@ from .checkpoint import CheckpointError, config_to_dict, load_checkpoint
 from .workers import WorkerPool
 
 
+EVAL_EVERY = 5
+"""Validate (and checkpoint) every this many iterations by default."""
+
+
 def data_fingerprint(market: PreparedMarket) -> str:
     """A short hash of what the agent trains and is judged on (every split's dates, tickers,
     features and arrays): a resumed run must see the same data, not only the same file name."""
@@ -144,6 +148,8 @@ class Run:
     """This rank's window of episode start days on the training split (its shard)."""
     workers: int = 0
     """Rollout worker processes (0: one batched env in this process)."""
+    eval_every: int = EVAL_EVERY
+    """Validate (and checkpoint) every this many iterations and after the last; 0: never."""
     folder: Path | None = None
     """Where this rank writes (claimed by the main rank); None: no files (other ranks, no out_dir)."""
     checkpoints: bool = False
@@ -183,21 +189,29 @@ class Run:
                                    resume_from=last if resume else None, saved=saved)
 
 
+def local_context(config: PPOConfig) -> SingleProcessContext:
+    """The default learner context: this process, on ``config.device`` (checked to exist)."""
+    return SingleProcessContext(require_device(config.device))
+
+
 @contextlib.contextmanager
 def open_run(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig, *, out_dir=None,
              resume: bool = False, overwrite: bool = False, distributed: LearnerContext | None = None,
-             workers: int = 0, resume_from=None):
+             workers: int = 0, resume_from=None, eval_every: int = EVAL_EVERY):
     """Resolve a `Run` once: the context (``distributed``, default this process on
     ``config.device``, checked to exist), the memory check of an in-process rollout, this rank's
     shard of the start days, and the run folder ``out_dir`` claimed by the main rank (refused if
     it holds another run unless ``resume`` or ``overwrite``; locked until the block ends).
-    ``resume_from``: a ``last.pt`` to continue (`train`'s ``resume``), loaded and checked here."""
+    ``resume_from``: a ``last.pt`` to continue (`train`'s ``resume``), loaded and checked here.
+    ``eval_every``: the validation schedule (checked here, read by the bookkeeping)."""
     check_int("train", "workers", workers, minimum=0)
-    context = distributed or SingleProcessContext(require_device(config.device))
+    check_int("train", "eval_every", eval_every, minimum=0)
+    context = distributed or local_context(config)
     if not workers:
         check_memory(config, market.train, context.device)
     window = shard_start_windows(market.train.num_days, context.world_size)[context.rank]
-    run = Run(context, data_fingerprint(market), window, workers=workers, checkpoints=out_dir is not None)
+    run = Run(context, data_fingerprint(market), window, workers=workers, eval_every=eval_every,
+              checkpoints=out_dir is not None)
     with contextlib.ExitStack() as stack:
         if out_dir is not None and context.is_main:
             run.folder = stack.enter_context(runs.claim(out_dir, resume=resume, overwrite=overwrite))
@@ -214,7 +228,7 @@ def given_or_open(run: Run | None, market, config, env_config, **options):
     if run is None:
         return open_run(market, config, env_config, **options)
     defaults = {"out_dir": None, "resume": False, "overwrite": False, "distributed": None, "workers": 0,
-                "resume_from": None}
+                "resume_from": None, "eval_every": EVAL_EVERY}
     clashing = [name for name, value in options.items() if value != defaults[name]]
     if clashing:
         raise InputError(f"run= is already resolved: pass {', '.join(clashing)} to open_run, not beside run=")

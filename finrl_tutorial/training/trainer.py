@@ -24,10 +24,10 @@ from ..backtest.runner import agent_policy, run_policy
 from ..data.clean import PreparedMarket
 from ..data.market import MarketData
 from ..envs import EnvConfig, observation_size
-from ..errors import RunFolderError, TrainingError, check_int
+from ..errors import RunFolderError, TrainingError
 from ..plots import plot_learning_curve
 from .checkpoint import config_to_dict, load_checkpoint, load_weights
-from .run import Run, given_or_open
+from .run import EVAL_EVERY, Run, given_or_open
 
 LOG_COLUMNS = (
     "iteration", "env_steps", "wall_seconds", "samples_per_s", "learning_rate",
@@ -38,7 +38,6 @@ LOG_COLUMNS = (
 """Columns of ``log.csv``, in order; a value not measured in an iteration is empty (NaN)."""
 
 
-EVAL_EVERY = 5
 """Validate (and checkpoint) every this many iterations, unless told otherwise (train, the main job, the CLI)."""
 
 
@@ -112,13 +111,13 @@ class Bookkeeping:
     The `Run` it is given was resolved (folder claimed, checkpoint checked) before."""
 
     def __init__(self, market: PreparedMarket, config: PPOConfig, env_config: EnvConfig, run: Run, *,
-                 eval_every: int, progress: bool, on_evaluation):
+                 progress: bool, on_evaluation):
         self.market, self.config, self.env_config, self.run = market, config, env_config, run
         context = run.context
         self.device, self.is_main, self.world_size = torch.device(context.device), context.is_main, context.world_size
         self.rank, self.gather = context.rank, context.gather
         self.iterations = config.iterations_for(context.world_size)
-        self.eval_every, self.progress, self.on_evaluation = eval_every, progress, on_evaluation
+        self.eval_every, self.progress, self.on_evaluation = run.eval_every, progress, on_evaluation
         self.resume, self.saved, self.checkpoints = run.resume_from, run.saved, run.checkpoints
         self.run_dir = run.folder
         self.checkpoint_dir = self.run_dir / "checkpoints" if self.run_dir else None
@@ -258,8 +257,8 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
 
     The loop is `finrl_tutorial.agents.learn`; this adds the run's files and validation
     (`Bookkeeping`). Where and how it runs is one `Run` (`finrl_tutorial.training.run`), resolved
-    once at the top from ``out_dir``, ``resume``, ``overwrite``, ``distributed`` and ``workers`` —
-    or given ready as ``run`` (as `run_experiment` does for each seed), with none of those.
+    once at the top from ``out_dir``, ``resume``, ``overwrite``, ``distributed``, ``workers`` and
+    ``eval_every`` — or given ready as ``run`` (as `run_experiment` does for each seed), with none of those.
     ``resume``: a ``last.pt`` to continue from (same curve as an uninterrupted run on CPU, with or
     without workers); it must have been written with the same configs on the same data.
     ``out_dir`` may not hold another run unless ``resume`` or ``overwrite`` (see
@@ -272,14 +271,14 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
     called after each validation with ``{"iteration", "env_steps", "metrics", "agent",
     "is_best"}`` (the learning benchmark follows every candidate with it).
     """
-    check_int("train", "eval_every", eval_every, minimum=0)
     env_config = env_config or EnvConfig()
     with given_or_open(run, market, config, env_config, out_dir=out_dir, resume=resume is not None,
-                       overwrite=overwrite, distributed=distributed, workers=workers, resume_from=resume) as run:
+                       overwrite=overwrite, distributed=distributed, workers=workers, resume_from=resume,
+                       eval_every=eval_every) as run:
         context = run.context
         seed = config.seed + 1000 * context.rank  # each rank its own env starts and noise, same initial weights
         with run.collector(market.train, config, env_config, seed, given=worker_pool) as collector, \
-                Bookkeeping(market, config, env_config, run, eval_every=eval_every, progress=progress,
+                Bookkeeping(market, config, env_config, run, progress=progress,
                             on_evaluation=on_evaluation) as book:
             agent = initial_agent(market.train, config, env_config).to(context.device)
             torch.manual_seed(seed)
