@@ -17,7 +17,8 @@ import torch
 __all__ = ["t_interval", "holm", "chance_of_no_overlap", "paired_captures", "sweep_comparisons",
            "parameter_distance", "portfolio_distance", "walkforward_table", "walkforward_checkpoints",
            "walkforward_verdicts", "realistic_learning_table", "informed_oracle_table", "planted_edge_reading",
-           "three_answers", "overfitting_table", "pbo_example", "reader_command", "REALISTIC_TARGETS"]
+           "three_answers", "overfitting_table", "pbo_example", "reader_command", "paired_by_family",
+           "REALISTIC_TARGETS"]
 
 
 def t_interval(values: Sequence[float], level: float = 0.95) -> dict:
@@ -356,3 +357,34 @@ def reader_command(command: str, out: str, drop: Sequence[str] = ("--merge", "--
             continue
         kept.append(word)
     return " ".join(kept + ["--out", out])
+
+
+def paired_by_family(learn: Mapping, comparisons: Mapping[str, tuple[tuple, tuple]], level: float = 0.05) -> pd.DataFrame:
+    """Learner against learner on the markets both ran, per signal family and over all families,
+    from a ``bench learn`` record: ``comparisons`` maps a name to the ``(a, b)`` pair of
+    `paired_captures`. Each row: the (family, market) pairs, the mean difference in capture (a − b)
+    with its 95 % t-interval, the one-sample t-test's p-value on the differences and its Holm
+    adjustment over all the per-family rows of the table (the "all families" rows are summaries,
+    not further tests). ``verdict`` is "a ahead" / "b ahead" only where the Holm-adjusted p-value is
+    below ``level`` (per family) or the interval excludes 0 (all families), else "tie"."""
+    from scipy import stats  # here, not at the top: `import finrl_tutorial` stays quick for the CLI
+
+    rows = []
+    for name, (a, b) in comparisons.items():
+        pairs = paired_captures(learn, a, b)
+        groups = [(family, group["difference"]) for family, group in pairs.groupby("family", sort=True)]
+        groups.append(("all families", pairs["difference"]))
+        for family, differences in groups:
+            interval = t_interval(differences.tolist(), 0.95)
+            p = float(stats.ttest_1samp(differences, 0.0).pvalue) if len(differences) > 1 and differences.std() > 0 \
+                else math.nan
+            rows.append({"comparison": name, "family": family, "pairs": interval["n"], "mean difference": interval["mean"],
+                         "low": interval["low"], "high": interval["high"], "p (t)": p})
+    table = pd.DataFrame(rows)
+    per_family = table["family"] != "all families"
+    adjusted = holm(table.loc[per_family, "p (t)"].fillna(1.0).tolist())
+    table["p (Holm)"] = math.nan
+    table.loc[per_family, "p (Holm)"] = adjusted.to_numpy()
+    significant = np.where(per_family, table["p (Holm)"] < level, (table["low"] > 0) | (table["high"] < 0))
+    table["verdict"] = np.where(significant, np.where(table["mean difference"] > 0, "first ahead", "second ahead"), "tie")
+    return table.set_index(["comparison", "family"])
