@@ -116,3 +116,27 @@ def test_reader_command_has_one_out_and_no_dropped_options(options, out, junk):
     kept = [(o, v) for o, v in options if o not in ("--merge", "--resume", "--variants", "--out")]
     for option, value in kept:
         assert f"{option} {value}" in clean
+
+
+def test_sweep_caption_for_a_reader_shows_one_runnable_command():
+    from finrl_tutorial.book import sweep_caption
+
+    record = read_records("bench_sweep.json")[0]
+    caption = sweep_caption(record, "bench_sweep.json", reader_out="runs/bench_sweep.json")
+    command = caption.splitlines()[-1].split(": ", 1)[1]
+    assert command.startswith("python -m finrl_tutorial bench sweep") and command.endswith("--out runs/bench_sweep.json")
+    assert "/tmp/" not in caption and "--merge" not in caption and "--variants" not in caption
+    assert f"({len(record['runs'])} runs)" in caption
+    assert sweep_caption(record, "bench_sweep.json").count("  part (") == len(record["merged_from"])  # unchanged without
+
+
+def test_paired_by_family_corrects_over_the_families_and_reads_all_pairs_by_their_interval():
+    learn = read_records("bench_learn.json")[0]
+    pair = (("ppo", 300_000, "best"), ("a2c", 300_000, "best"))
+    table = teaching.paired_by_family(learn, {"ppo − a2c": pair})
+    pooled = table.xs("all families", level="family").iloc[0]
+    pairs = teaching.paired_captures(learn, *pair)
+    assert pooled["pairs"] == len(pairs) and abs(pooled["mean difference"] - pairs["difference"].mean()) < 1e-12
+    per_family = table.drop(index="all families", level="family")
+    assert (per_family["p (Holm)"] >= per_family["p (t)"].fillna(1.0)).all()
+    assert set(per_family.index.get_level_values("family")) == set(pairs["family"])
