@@ -270,9 +270,10 @@ def three_answers(learn: Mapping, realistic: Mapping, walkforward: Mapping) -> l
     for (ic, stocks, learner), row in cells.iterrows():
         target = "" if row["target"] is None or pd.isna(row["target"]) else \
             f" (target {row['target']:.1f}: {'met' if row['target met'] else 'not met'})"
-        realistic_parts.append(f"IC {ic:g} × {stocks} stocks, {row['markets']} market(s): "
-                               f"{row['informed oracle captured (pooled)']:.2f} of the informed oracle{target}, "
-                               f"{row['simple oracle captured (pooled)']:.2f} of the simple one")
+        markets = f"{row['markets']} market" + ("s" if row["markets"] != 1 else "")
+        realistic_parts.append(f"IC {ic:g} × {stocks} stocks, {markets}: "
+                               f"{row['informed oracle captured (pooled)']:.2f} of the informed oracle's excess return{target}, "
+                               f"{row['simple oracle captured (pooled)']:.2f} of the simple oracle's")
     years = [year for year in verdicts if year != "pooled"]
     same = len(set(verdicts.values())) == 1
     real = (f"on real data (sse15, test years {', '.join(years)}): "
@@ -282,8 +283,9 @@ def three_answers(learn: Mapping, realistic: Mapping, walkforward: Mapping) -> l
     return [
         f"On a strong planted edge (daily IC {', '.join(f'{v:g}' for v in strong['ic'])} on "
         f"{', '.join(map(str, strong['stocks']))} stocks, {strong['cells']} family × learner cells): the agent "
-        f"captures {strong['capture_min']:.2f} to {strong['capture_max']:.2f} of the simple oracle, a rule it can "
-        "and does beat, so this says it learns, not how close it gets to the best possible.",
+        f"earns {strong['capture_min']:.2f} to {strong['capture_max']:.2f} times the simple oracle's excess return "
+        "(pooled over the markets): it beats that rule, so this shows that it learns, not how close it gets to "
+        "the best possible.",
         "At realistic strength, against the informed oracle (the best rule on validation that knows the true "
         "expected returns): " + "; ".join(realistic_parts) + ".",
         real[0].upper() + real[1:],
