@@ -49,6 +49,7 @@ def test_walkforward_table_follows_the_record_year_by_year():
     assert list(table["agent verdict"]) == ["tie", "beats", "beats"]
     assert table.loc["2018", "agent − buy-and-hold [95 %]"] == "+0.50 [+0.10, +0.90]"
     assert table.loc["2018", "trained on"] == "2015-2016" and table.loc["2018", "validated on"] == "2017"
+    assert table.loc["2017", "trained on"] == "2015"  # one year, said once
     assert teaching.walkforward_verdicts(record) == {"2017": "tie", "2018": "beats", "pooled": "beats"}
     checkpoints = teaching.walkforward_checkpoints(record)
     assert checkpoints["runs"] == 2 and checkpoints["at_first_validation"] == 1

@@ -158,7 +158,7 @@ def walkforward_table(record: Mapping) -> pd.DataFrame:
         ci, ci_untrained = row["intervals"]["agent_vs_equal_weight"], row["intervals"]["untrained_vs_equal_weight"]
         rows.append({
             "test year": str(row["year"]),
-            "trained on": f"{row['splits']['train'][0][:4]}-{row['splits']['train'][1][:4]}",
+            "trained on": "-".join(sorted({row["splits"]["train"][0][:4], row["splits"]["train"][1][:4]})),
             "validated on": row["splits"]["valid"][0][:4],
             "buy-and-hold return": f"{hold['cumulative_return']['mean']:+.1%}",
             "buy-and-hold Sharpe": f"{hold['sharpe_ratio']['mean']:.2f}",
