@@ -86,13 +86,25 @@ def along_the_curve(record: dict) -> list[str]:
     return sentences
 
 
-def sweep_caption(record: dict, name: str) -> str:
+def sweep_caption(record: dict, name: str, reader_out: str | None = None) -> str:
     """Where a sweep record comes from, for a caption: date, machine, seeds, budget and the
-    command(s) that made it (a merged record lists the commands of its parts)."""
+    command(s) that made it (a merged record lists the commands of its parts). With
+    ``reader_out``, the commands are replaced by the one a reader runs to make the whole record
+    again: the first part's options, every variant (no ``--variants``), no ``--resume`` or
+    ``--merge``, and ``--out reader_out`` (no temporary folder of the machine that made it)."""
+    from .teaching import reader_command  # the same rule for every record's command
+
     machine_info = record["machine"]
     lines = [f"Record {name}: {record['date']}, {machine_info['platform']}, {machine_info['cpu_count']} CPUs, "
              f"torch {machine_info['torch']}; seeds {record['seeds']}, {record['total_steps']:,} env-steps per run, "
-             f"{record['evaluations'] + 1} validations each.", f"Command: {record['command']}"]
-    for part in record.get("merged_from", []):
+             f"{record['evaluations'] + 1} validations each."]
+    parts = record.get("merged_from", [])
+    if reader_out is not None:
+        source = parts[0]["command"] if parts else record["command"]
+        lines.append(f"To make it again ({len(record['runs'])} runs): "
+                     f"{reader_command(source, reader_out)}")
+        return "\n".join(lines)
+    lines.append(f"Command: {record['command']}")
+    for part in parts:
         lines.append(f"  part ({part['runs']} runs, {part['date']}): {part['command']}")
     return "\n".join(lines)

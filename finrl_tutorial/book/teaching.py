@@ -15,7 +15,10 @@ import pandas as pd
 import torch
 
 __all__ = ["t_interval", "holm", "chance_of_no_overlap", "paired_captures", "sweep_comparisons",
-           "parameter_distance", "portfolio_distance"]
+           "parameter_distance", "portfolio_distance", "walkforward_table", "walkforward_checkpoints",
+           "walkforward_verdicts", "realistic_learning_table", "informed_oracle_table", "planted_edge_reading",
+           "three_answers", "overfitting_table", "pbo_example", "reader_command", "paired_by_family",
+           "REALISTIC_TARGETS"]
 
 
 def t_interval(values: Sequence[float], level: float = 0.95) -> dict:
@@ -125,3 +128,265 @@ def portfolio_distance(weights: pd.DataFrame, reference: pd.DataFrame) -> float:
     a, b = weights.to_numpy(dtype=float), reference.to_numpy(dtype=float)
     cash = np.abs((1 - a.sum(axis=1)) - (1 - b.sum(axis=1)))
     return float(((np.abs(a - b).sum(axis=1) + cash) / 2).mean())
+
+
+# --------------------------------------------------------------------------- the yardsticks of chapters 1 and 2
+#
+# Readings of the committed records `bench_walkforward.json` (sse15, one test year after another),
+# `bench_learn.json` / `bench_learn_realistic.json` (planted edges against their oracles) and the
+# ``overfitting`` part of `bench_sweep.json` (what choosing the best checkpoint is worth).
+
+#: The capture of the informed oracle that the learning benchmark aims at, per (ic, stocks):
+#: the targets the realistic record was run against (5 markets per cell were planned).
+REALISTIC_TARGETS = {(0.05, 30): 0.8, (0.03, 30): 0.5, (0.05, 100): 0.8}
+
+
+def _interval_text(ci: Mapping) -> str:
+    return f"{ci['difference']:+.2f} [{ci['low']:+.2f}, {ci['high']:+.2f}]"
+
+
+def walkforward_table(record: Mapping) -> pd.DataFrame:
+    """One row per test year of a ``bench walkforward`` record, then the pooled row: the years
+    trained on and validated on, equal-weight buy-and-hold's return and Sharpe that year, the
+    agent's test Sharpe (mean ± std over seeds), the untrained agent's, and the paired
+    block-bootstrap interval of each against equal-weight buy-and-hold with its verdict."""
+    years = record["summary"]["years"]
+    rows = []
+    for row in years:
+        agent, untrained = row["agent"]["sharpe_ratio"], row["untrained_agent"]["sharpe_ratio"]
+        hold = row["equal_weight_buy_and_hold"]
+        ci, ci_untrained = row["intervals"]["agent_vs_equal_weight"], row["intervals"]["untrained_vs_equal_weight"]
+        rows.append({
+            "test year": str(row["year"]),
+            "trained on": "-".join(sorted({row["splits"]["train"][0][:4], row["splits"]["train"][1][:4]})),
+            "validated on": row["splits"]["valid"][0][:4],
+            "buy-and-hold return": f"{hold['cumulative_return']['mean']:+.1%}",
+            "buy-and-hold Sharpe": f"{hold['sharpe_ratio']['mean']:.2f}",
+            "agent Sharpe (seeds)": f"{agent['mean']:.2f} ± {agent['std']:.2f}",
+            "untrained Sharpe": f"{untrained['mean']:.2f}",
+            "agent − buy-and-hold [95 %]": _interval_text(ci), "agent verdict": ci["verdict"],
+            "untrained − buy-and-hold [95 %]": _interval_text(ci_untrained), "untrained verdict": ci_untrained["verdict"],
+        })
+    pooled = record["summary"].get("pooled")
+    if pooled:
+        ci, ci_untrained = pooled["intervals"]["agent_vs_equal_weight"], pooled["intervals"]["untrained_vs_equal_weight"]
+        rows.append({"test year": f"pooled ({pooled['days']} days)", "trained on": "", "validated on": "",
+                     "buy-and-hold return": "", "buy-and-hold Sharpe": "", "agent Sharpe (seeds)": "",
+                     "untrained Sharpe": "",
+                     "agent − buy-and-hold [95 %]": _interval_text(ci), "agent verdict": ci["verdict"],
+                     "untrained − buy-and-hold [95 %]": _interval_text(ci_untrained),
+                     "untrained verdict": ci_untrained["verdict"]})
+    return pd.DataFrame(rows).set_index("test year")
+
+
+def walkforward_checkpoints(record: Mapping) -> dict:
+    """Where validation chose each run's checkpoint in a ``bench walkforward`` record: how many of
+    the runs kept their first validation (after one update), the number of runs, of validations
+    per run, and the env-steps of each chosen checkpoint by (year, seed)."""
+    chosen = {}
+    for run in record["runs"]:
+        best = max(run["validations"], key=lambda evaluation: evaluation["valid_sharpe"])
+        chosen[(run["year"], run["seed"])] = best["env_steps"]
+    first = {run["validations"][0]["env_steps"] for run in record["runs"]}
+    return {"runs": len(chosen), "at_first_validation": sum(steps in first for steps in chosen.values()),
+            "validations_per_run": sorted({len(run["validations"]) for run in record["runs"]}),
+            "first_validation_env_steps": min(first), "total_steps": record["total_steps"], "chosen": chosen}
+
+
+def walkforward_verdicts(record: Mapping, key: str = "agent_vs_equal_weight") -> dict[str, str]:
+    """The verdict of interval ``key`` per test year and pooled: ``{"2017": "tie", ..., "pooled": ...}``."""
+    verdicts = {str(row["year"]): row["intervals"][key]["verdict"] for row in record["summary"]["years"]}
+    if "pooled" in record["summary"]:
+        verdicts["pooled"] = record["summary"]["pooled"]["intervals"][key]["verdict"]
+    return verdicts
+
+
+def _full_budget_rows(summary: Sequence[Mapping], select: str) -> list[Mapping]:
+    return [row for row in summary if row["select"] == select and row["env_steps"] == row["run_steps"]
+            and row["learner"] != "sb3_ppo"]
+
+
+def realistic_learning_table(record: Mapping, select: str = "best") -> pd.DataFrame:
+    """One row per (ic, stocks, learner) cell of a realistic ``bench learn`` record at the full
+    budget, checkpoint chosen by ``select``: markets that finished, the capture of the informed
+    oracle per market and pooled, the capture of the simple oracle (pooled), how many markets the
+    agent beat buy-and-hold on by its interval, the two oracles' mean test excess, and the target
+    (`REALISTIC_TARGETS`) with whether the pooled informed capture meets it."""
+    rows = []
+    for row in _full_budget_rows(record["summary"], select):
+        target = REALISTIC_TARGETS.get((row["ic"], row.get("stocks", 10)))
+        informed = row.get("informed_capture_pooled")
+        rows.append({
+            "ic": row["ic"], "stocks": row.get("stocks", 10), "learner": row["learner"],
+            "markets": row["seeds"], "env-steps": row["run_steps"],
+            "informed oracle captured, per market": ", ".join(f"{v:.2f}" for v in row.get("informed_captures", [])
+                                                              if v is not None),
+            "informed oracle captured (pooled)": informed,
+            "simple oracle captured (pooled)": row["capture_pooled"],
+            "beats buy-and-hold": f"{row['beats_buy_and_hold']} of {row['seeds']}",
+            "agent excess": row["test_excess_mean"], "informed oracle excess": row.get("informed_excess_mean"),
+            "simple oracle excess": row["oracle_excess_mean"],
+            "target": target, "target met": None if target is None or informed is None else bool(informed >= target),
+        })
+    return pd.DataFrame(rows).set_index(["ic", "stocks", "learner"])
+
+
+def informed_oracle_table(record: Mapping) -> pd.DataFrame:
+    """The oracles of a realistic ``bench learn`` record, one row per market (whether or not an
+    agent finished there): the informed rule chosen on validation, its validation and test excess
+    over buy-and-hold, and the simple oracle's test excess."""
+    rows = [{"ic": m["ic"], "stocks": m["stocks"], "market (seed)": m["seed"], "informed rule (chosen on validation)":
+             m["informed_rule"], "informed valid excess": m["informed_valid_excess"],
+             "informed test excess": m["informed_test_excess"], "simple oracle test excess": m["simple_oracle_test_excess"]}
+            for m in record["oracles"]["markets"]]
+    return pd.DataFrame(rows).sort_values(["ic", "stocks", "market (seed)"]).set_index(["ic", "stocks", "market (seed)"])
+
+
+def planted_edge_reading(learn: Mapping, select: str = "best") -> dict:
+    """The strong planted edges of ``bench_learn.json`` at the default budget: the range of the
+    pooled capture of the simple oracle over the signal families (PPO and A2C), the number of
+    (family, learner) cells, and the agent's and the oracle's excess on the control market."""
+    budget = max(row["run_steps"] for row in learn["summary"] if row["learner"] in ("ppo", "a2c"))
+    rows = [row for row in _full_budget_rows(learn["summary"], select) if row["run_steps"] == budget]
+    planted = [row for row in rows if row["family"] != "none"]
+    control = [row for row in rows if row["family"] == "none"]
+    captures = [row["capture_pooled"] for row in planted]
+    return {"budget": budget, "cells": len(planted), "capture_min": min(captures), "capture_max": max(captures),
+            "ic": sorted({row["ic"] for row in planted if row.get("ic") is not None}),
+            "stocks": sorted({row.get("stocks", 10) for row in planted}),
+            "markets": sorted({row["seeds"] for row in planted}),
+            "control_agent_excess": [row["test_excess_mean"] for row in control],
+            "control_oracle_excess": [row["oracle_excess_mean"] for row in control]}
+
+
+def three_answers(learn: Mapping, realistic: Mapping, walkforward: Mapping) -> list[str]:
+    """The three sentences chapter 1 ends its yardsticks with, each computed from its record: what
+    the agent captures of a planted strong edge, of a realistic one, and what real data says."""
+    strong = planted_edge_reading(learn)
+    cells = realistic_learning_table(realistic)
+    verdicts = walkforward_verdicts(walkforward)
+    untrained = walkforward_verdicts(walkforward, "untrained_vs_equal_weight")
+    realistic_parts = []
+    for (ic, stocks, learner), row in cells.iterrows():
+        target = "" if row["target"] is None or pd.isna(row["target"]) else \
+            f" (target {row['target']:.1f}: {'met' if row['target met'] else 'not met'})"
+        markets = f"{row['markets']} market" + ("s" if row["markets"] != 1 else "")
+        realistic_parts.append(f"IC {ic:g} × {stocks} stocks, {markets}: "
+                               f"{row['informed oracle captured (pooled)']:.2f} of the informed oracle's excess return{target}, "
+                               f"{row['simple oracle captured (pooled)']:.2f} of the simple oracle's")
+    years = [year for year in verdicts if year != "pooled"]
+    same = len(set(verdicts.values())) == 1
+    real = (f"on real data (sse15, test years {', '.join(years)}): "
+            + (f"a {verdicts[years[0]]} in every year and pooled" if same else
+               ", ".join(f"{year} {verdict}" for year, verdict in verdicts.items()))
+            + (", and the untrained network ties as well." if set(untrained.values()) == {"tie"} else "."))
+    return [
+        f"On a strong planted edge (daily IC {', '.join(f'{v:g}' for v in strong['ic'])} on "
+        f"{', '.join(map(str, strong['stocks']))} stocks, {strong['cells']} family × learner cells): the agent "
+        f"earns {strong['capture_min']:.2f} to {strong['capture_max']:.2f} times the simple oracle's excess return "
+        "(pooled over the markets): it beats that rule, so this shows that it learns, not how close it gets to "
+        "the best possible.",
+        "At realistic strength, against the informed oracle (the best rule on validation that knows the true "
+        "expected returns): " + "; ".join(realistic_parts) + ".",
+        real[0].upper() + real[1:],
+    ]
+
+
+def overfitting_table(sweep: Mapping) -> pd.DataFrame:
+    """The ``overfitting`` part of a ``bench sweep`` record, one row per market: the trials the best
+    was chosen from, the chosen checkpoint, its validation Sharpe against the Sharpe the best of that
+    many unskilled trials reaches by luck (expected maximum), the deflated Sharpe ratio (a
+    probability: ≥ 0.95 is significant), the same with one trial per training run, and PBO where
+    the record holds the daily returns CSCV needs."""
+    rows = []
+    for entry in sweep["overfitting"]:
+        deflated, per_run = entry["deflated"], entry["deflated_one_trial_per_run"]
+        market = entry["market"] if entry.get("market_seed") is None else f"{entry['market']} (market {entry['market_seed']})"
+        rows.append({
+            "market": market, "trials (checkpoints)": entry["trials"], "runs": entry["runs"],
+            "validation days": entry["days"],
+            "chosen": f"{entry['selected']['variant']}, seed {entry['selected']['seed']}, "
+                      f"{entry['selected']['env_steps']:,} env-steps",
+            "chosen valid Sharpe": deflated["sharpe"], "buy-and-hold valid Sharpe": entry["buy_and_hold_valid_sharpe"],
+            "best of N by luck (expected)": deflated["expected_max_sharpe"],
+            "deflated Sharpe": deflated["deflated_sharpe"],
+            "deflated, one trial per run": per_run["deflated_sharpe"],
+            "PBO": entry["pbo"]["pbo"] if entry.get("pbo") else None,
+        })
+    return pd.DataFrame(rows).set_index("market")
+
+
+def pbo_example(trials: int = 20, days: int = 750, edge_sharpe: float = 2.0, slices: int = 16, seed: int = 0) -> dict:
+    """PBO by CSCV on two families of ``trials`` daily-return series over ``days`` days, computed
+    here (well under a second): pure noise (no trial has an edge: the in-sample best is a coin toss
+    out of sample, PBO near 0.5) and the same noise with one trial given a true annualised Sharpe of
+    ``edge_sharpe`` (PBO near 0). Daily volatility 1 %. Returns both results of
+    `finrl_tutorial.metrics.probability_of_backtest_overfitting` (without the per-combination lists)
+    and the inputs."""
+    from ..metrics import (PERIODS_PER_YEAR, deflated_sharpe_ratio, probability_of_backtest_overfitting,
+                           return_moments)
+
+    rng = np.random.default_rng(seed)
+    noise = rng.normal(0.0, 0.01, size=(days, trials))
+    with_edge = noise.copy()
+    with_edge[:, 0] += edge_sharpe / math.sqrt(PERIODS_PER_YEAR) * 0.01  # mean / std = edge_sharpe / √252
+    keep = ("pbo", "degradation", "probability_of_loss", "combinations", "slices", "trials", "periods")
+    results = {}
+    for name, matrix in (("noise", noise), ("one edge", with_edge)):
+        result = {k: v for k, v in probability_of_backtest_overfitting(matrix, slices=slices).items() if k in keep}
+        # the best trial over the whole period, and what that choice is worth once deflated for N trials
+        sharpes = [return_moments(matrix[:, k])["sharpe"] for k in range(trials)]
+        best = int(np.argmax(sharpes))
+        deflated = deflated_sharpe_ratio(matrix[:, best], sharpes)
+        result.update(best_trial=best, best_sharpe=sharpes[best], deflated_sharpe=deflated["deflated_sharpe"],
+                      expected_max_sharpe=deflated["expected_max_sharpe"])
+        results[name] = result
+    return {"trials": trials, "days": days, "edge_sharpe": edge_sharpe, "seed": seed, **results}
+
+
+def reader_command(command: str, out: str, drop: Sequence[str] = ("--merge", "--resume", "--variants")) -> str:
+    """A command from a record as a reader would run it: the first command of a chain
+    (``a && b``), without the options in ``drop`` (and their values) and with ``--out`` set to
+    ``out``, so that no temporary or machine-specific folder appears on the page."""
+    words = command.split("&&")[0].split()
+    kept, skipping = [], False
+    for word in words:
+        if word.startswith("--"):
+            skipping = word in drop or word == "--out"
+            if skipping:
+                continue
+        elif skipping:
+            continue
+        kept.append(word)
+    return " ".join(kept + ["--out", out])
+
+
+def paired_by_family(learn: Mapping, comparisons: Mapping[str, tuple[tuple, tuple]], level: float = 0.05) -> pd.DataFrame:
+    """Learner against learner on the markets both ran, per signal family and over all families,
+    from a ``bench learn`` record: ``comparisons`` maps a name to the ``(a, b)`` pair of
+    `paired_captures`. Each row: the (family, market) pairs, the mean difference in capture (a − b)
+    with its 95 % t-interval, the one-sample t-test's p-value on the differences and its Holm
+    adjustment over all the per-family rows of the table (the "all families" rows are summaries,
+    not further tests). ``verdict`` is "a ahead" / "b ahead" only where the Holm-adjusted p-value is
+    below ``level`` (per family) or the interval excludes 0 (all families), else "tie"."""
+    from scipy import stats  # here, not at the top: `import finrl_tutorial` stays quick for the CLI
+
+    rows = []
+    for name, (a, b) in comparisons.items():
+        pairs = paired_captures(learn, a, b)
+        groups = [(family, group["difference"]) for family, group in pairs.groupby("family", sort=True)]
+        groups.append(("all families", pairs["difference"]))
+        for family, differences in groups:
+            interval = t_interval(differences.tolist(), 0.95)
+            p = float(stats.ttest_1samp(differences, 0.0).pvalue) if len(differences) > 1 and differences.std() > 0 \
+                else math.nan
+            rows.append({"comparison": name, "family": family, "pairs": interval["n"], "mean difference": interval["mean"],
+                         "low": interval["low"], "high": interval["high"], "p (t)": p})
+    table = pd.DataFrame(rows)
+    per_family = table["family"] != "all families"
+    adjusted = holm(table.loc[per_family, "p (t)"].fillna(1.0).tolist())
+    table["p (Holm)"] = math.nan
+    table.loc[per_family, "p (Holm)"] = adjusted.to_numpy()
+    significant = np.where(per_family, table["p (Holm)"] < level, (table["low"] > 0) | (table["high"] < 0))
+    table["verdict"] = np.where(significant, np.where(table["mean difference"] > 0, "first ahead", "second ahead"), "tie")
+    return table.set_index(["comparison", "family"])

@@ -1,0 +1,143 @@
+"""The readings chapters 1 and 2 show their yardsticks with (`finrl_tutorial.book.teaching`):
+walk-forward years, realistic learning against the informed oracle, the sweep's deflated Sharpe,
+PBO on a live example and the reader's version of a record's command. Each reads a record (or a
+small one built here) and must follow it: a changed record changes the table or the sentence."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from finrl_tutorial.book import read_records, teaching
+
+
+def _interval(difference, low, high):
+    verdict = "beats" if low > 0 else "loses" if high < 0 else "tie"
+    return {"difference": difference, "low": low, "high": high, "verdict": verdict, "level": 0.95}
+
+
+def _spread(value):
+    return {"mean": value, "std": 0.0, "min": value, "max": value, "values": [value]}
+
+
+def _walkforward(intervals_by_year: dict[int, tuple], pooled: tuple) -> dict:
+    years = []
+    for year, (agent, untrained) in intervals_by_year.items():
+        metrics = {"sharpe_ratio": _spread(1.0), "cumulative_return": _spread(0.1)}
+        years.append({"year": year, "seeds": [0], "splits": {"train": ["2015-01-05", f"{year - 2}-12-31"],
+                                                              "valid": [f"{year - 1}-01-04", f"{year - 1}-12-30"],
+                                                              "test": [f"{year}-01-03", f"{year}-12-29"]},
+                      "agent": metrics, "untrained_agent": metrics, "equal_weight_buy_and_hold": metrics,
+                      "intervals": {"agent_vs_equal_weight": _interval(*agent),
+                                    "untrained_vs_equal_weight": _interval(*untrained)}})
+    return {"total_steps": 8192, "summary": {"years": years, "pooled": {
+        "days": 480, "intervals": {"agent_vs_equal_weight": _interval(*pooled[0]),
+                                   "untrained_vs_equal_weight": _interval(*pooled[1])}}},
+        "runs": [{"year": 2017, "seed": 0, "validations": [{"env_steps": 4096, "valid_sharpe": 0.1},
+                                                            {"env_steps": 8192, "valid_sharpe": 0.3}]},
+                 {"year": 2018, "seed": 0, "validations": [{"env_steps": 4096, "valid_sharpe": 0.5},
+                                                            {"env_steps": 8192, "valid_sharpe": 0.2}]}]}
+
+
+def test_walkforward_table_follows_the_record_year_by_year():
+    record = _walkforward({2017: ((0.1, -0.2, 0.4), (0.0, -0.3, 0.3)), 2018: ((0.5, 0.1, 0.9), (0.0, -0.3, 0.3))},
+                          ((0.3, 0.05, 0.6), (0.0, -0.2, 0.2)))
+    table = teaching.walkforward_table(record)
+    assert list(table.index) == ["2017", "2018", "pooled (480 days)"]
+    assert list(table["agent verdict"]) == ["tie", "beats", "beats"]
+    assert table.loc["2018", "agent − buy-and-hold [95 %]"] == "+0.50 [+0.10, +0.90]"
+    assert table.loc["2018", "trained on"] == "2015-2016" and table.loc["2018", "validated on"] == "2017"
+    assert table.loc["2017", "trained on"] == "2015"  # one year, said once
+    assert teaching.walkforward_verdicts(record) == {"2017": "tie", "2018": "beats", "pooled": "beats"}
+    checkpoints = teaching.walkforward_checkpoints(record)
+    assert checkpoints["runs"] == 2 and checkpoints["at_first_validation"] == 1
+    assert checkpoints["chosen"] == {(2017, 0): 8192, (2018, 0): 4096}
+
+
+def test_the_committed_walkforward_ties_in_every_year_and_the_sentence_says_so():
+    walkforward = read_records("bench_walkforward.json")[0]
+    learn, realistic = read_records("bench_learn.json")[0], read_records("bench_learn_realistic.json")[0]
+    verdicts = teaching.walkforward_verdicts(walkforward)
+    real = teaching.three_answers(learn, realistic, walkforward)[2]
+    if set(verdicts.values()) == {"tie"}:
+        assert "a tie in every year and pooled" in real
+    changed = copy.deepcopy(walkforward)
+    changed["summary"]["years"][0]["intervals"]["agent_vs_equal_weight"] = _interval(0.5, 0.1, 0.9)
+    assert "a tie in every year" not in teaching.three_answers(learn, realistic, changed)[2]
+
+
+def test_realistic_cells_are_judged_against_their_targets():
+    row = {"summary": True, "family": "factor", "ic": 0.05, "stocks": 30, "learner": "ppo", "select": "best",
+           "env_steps": 300_000, "run_steps": 300_000, "seeds": 2, "capture_pooled": 1.1,
+           "informed_capture_pooled": 0.85, "informed_captures": [0.8, 0.9], "beats_buy_and_hold": 2,
+           "test_excess_mean": 0.2, "informed_excess_mean": 0.25, "oracle_excess_mean": 0.18}
+    early = dict(row, env_steps=100_000, informed_capture_pooled=0.1)
+    table = teaching.realistic_learning_table({"summary": [row, early]})
+    assert len(table) == 1  # the full budget only
+    assert bool(table["target met"].iloc[0]) is True and table["beats buy-and-hold"].iloc[0] == "2 of 2"
+    below = teaching.realistic_learning_table({"summary": [dict(row, informed_capture_pooled=0.79)]})
+    assert bool(below["target met"].iloc[0]) is False
+
+
+def test_overfitting_table_reads_the_sweep_record():
+    sweep = read_records("bench_sweep.json")[0]
+    table = teaching.overfitting_table(sweep)
+    assert len(table) == len(sweep["overfitting"])
+    for entry, (_, row) in zip(sweep["overfitting"], table.iterrows()):
+        assert row["deflated Sharpe"] == entry["deflated"]["deflated_sharpe"]
+        assert row["trials (checkpoints)"] == entry["trials"]
+        assert 0 <= row["deflated Sharpe"] <= 1
+
+
+def test_pbo_example_tells_noise_from_an_edge():
+    result = teaching.pbo_example(seed=0)
+    assert 0.2 < result["noise"]["pbo"] < 0.8  # noise: the in-sample best is a coin toss out of sample
+    assert result["one edge"]["pbo"] < 0.2 and result["one edge"]["best_trial"] == 0
+    assert result["noise"]["deflated_sharpe"] < 0.95  # the best of 20 noise series is not significant
+    assert result["noise"]["best_sharpe"] > 0  # although its raw Sharpe looks positive
+
+
+_option = st.from_regex(r"--[a-z][a-z-]{0,8}", fullmatch=True)
+_value = st.from_regex(r"[a-z0-9_./]{1,12}", fullmatch=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(options=st.lists(st.tuples(_option, _value), max_size=6), out=_value, junk=_value)
+def test_reader_command_has_one_out_and_no_dropped_options(options, out, junk):
+    words = ["python", "-m", "finrl_tutorial", "bench", "learn"]
+    for option, value in options:
+        words += [option, value]
+    command = " ".join(words + ["--out", f"/tmp/{junk}", "--merge", "a.json", "b.json", "--resume"])
+    clean = teaching.reader_command(command + " && python -m finrl_tutorial bench learn --out /tmp/x", out)
+    parts = clean.split()
+    assert parts.count("--out") == 1 and parts[-2:] == ["--out", out]
+    assert "--merge" not in parts and "--resume" not in parts and "&&" not in parts and "/tmp/" not in clean
+    kept = [(o, v) for o, v in options if o not in ("--merge", "--resume", "--variants", "--out")]
+    for option, value in kept:
+        assert f"{option} {value}" in clean
+
+
+def test_sweep_caption_for_a_reader_shows_one_runnable_command():
+    from finrl_tutorial.book import sweep_caption
+
+    record = read_records("bench_sweep.json")[0]
+    caption = sweep_caption(record, "bench_sweep.json", reader_out="runs/bench_sweep.json")
+    command = caption.splitlines()[-1].split(": ", 1)[1]
+    assert command.startswith("python -m finrl_tutorial bench sweep") and command.endswith("--out runs/bench_sweep.json")
+    assert "/tmp/" not in caption and "--merge" not in caption and "--variants" not in caption
+    assert f"({len(record['runs'])} runs)" in caption
+    assert sweep_caption(record, "bench_sweep.json").count("  part (") == len(record["merged_from"])  # unchanged without
+
+
+def test_paired_by_family_corrects_over_the_families_and_reads_all_pairs_by_their_interval():
+    learn = read_records("bench_learn.json")[0]
+    pair = (("ppo", 300_000, "best"), ("a2c", 300_000, "best"))
+    table = teaching.paired_by_family(learn, {"ppo − a2c": pair})
+    pooled = table.xs("all families", level="family").iloc[0]
+    pairs = teaching.paired_captures(learn, *pair)
+    assert pooled["pairs"] == len(pairs) and abs(pooled["mean difference"] - pairs["difference"].mean()) < 1e-12
+    per_family = table.drop(index="all families", level="family")
+    assert (per_family["p (Holm)"] >= per_family["p (t)"].fillna(1.0)).all()
+    assert set(per_family.index.get_level_values("family")) == set(pairs["family"])
