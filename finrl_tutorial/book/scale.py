@@ -11,12 +11,16 @@ Chapters 4, 5, 6 and 8 read the same record with the same functions:
 * `fit_cost_model` / `CostModel` — a three-number model of an iteration, fitted to the phases of
   one and two processes, and its projection to more processes (`project`, `plot_projection`).
 
-All functions are pure: records in, tables, numbers or a figure out.
+All functions are pure: records in, tables, numbers or a figure out. The chapters read
+`SCALE_RECORD`, measured on a quiet machine; `LOADED_SCALE_RECORD`, the same command on the same
+machine under heavy load, shows what load does to the same layouts.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
+import shlex
 import statistics
 from typing import Iterable
 
@@ -24,6 +28,12 @@ import pandas as pd
 
 from ..bench.scale import PHASES, scale_label
 from ..errors import InputError
+
+SCALE_RECORD = "bench_scale_quiet.jsonl"
+"""The ``bench scale`` record the scale-out chapters read: 2 CPU cores, load average 1.1-1.5."""
+
+LOADED_SCALE_RECORD = "bench_scale.jsonl"
+"""The same command on the same 2-core machine at load average 13-25: what load does, not speed."""
 
 BASELINE_LAYOUT = "trainer"
 """The single-process configuration every speed-up of the scale-out chapters is measured against."""
@@ -41,6 +51,17 @@ def _runs(record: dict, key: str) -> list[float]:
 def _loads(record: dict) -> list[float]:
     runs = record.get("runs") or [record]
     return [run["loadavg"][0] for run in runs if run.get("loadavg")]
+
+
+def runnable_command(command: str) -> str:
+    """A record's ``command`` as a reader can run it: an ``--out`` folder or file that was
+    temporary (an absolute path, e.g. under ``/tmp``) becomes ``runs/<its name>``; the options
+    that decide what is measured are left as recorded."""
+    words = shlex.split(command)
+    for k, word in enumerate(words[:-1]):
+        if word == "--out" and words[k + 1].startswith("/"):
+            words[k + 1] = "runs/" + re.sub(r"[^\w.-]", "_", words[k + 1].rstrip("/").rsplit("/", 1)[-1])
+    return shlex.join(words)
 
 
 def fastest_single_process(records: Iterable[dict], key: str = "samples_per_s") -> dict:
@@ -160,8 +181,10 @@ class CostModel:
     ``rollout`` and ``update`` are one process's phases (seconds per iteration), ``overhead`` the
     seconds each added process adds (weights out and waiting for the slowest worker, or the
     all-reduce and waiting for the slowest rank, and whatever sharing the machine costs), and
-    ``thread_speedup`` how much faster the update ran on the workers' P learner threads (1: one
-    thread; measured at P = 2, assumed the same beyond).
+    ``thread_speedup`` how much faster the update of two workers ran on their two learner threads
+    than on one (1: one thread). It is measured at P = 2 and assumed the same beyond, as for a pool
+    whose update stays on two threads (`DEFAULT_LEARNER_THREADS`); one worker is modelled on one
+    thread, as ``bench scale`` measures it.
     Assumes one free core (or device) per process; nothing in it knows about a machine's size."""
 
     layout: str

@@ -27,11 +27,15 @@ One iteration (`WorkerPool.collect`):
 The pool is synchronous (every sample is on-policy, as PPO needs), so the workers sit idle while
 the learner updates. The learner may borrow their cores for the update: it runs the gradient
 steps with ``learner_threads`` torch threads and goes back to its own thread count for the rest of
-the loop (`WorkerPool.update_threads`). The default is one thread (`DEFAULT_LEARNER_THREADS`),
-chosen by measurement: ``bench scale`` (``book/data/bench_scale.jsonl``, 2026-12-01, 2 CPU cores
-under load) ran two workers faster with the update on one thread than on two. A second thread
-pays only where a second core is free during the update and the update's operations are large
-enough to split; pass ``learner_threads`` to try it (book chapter 4).
+the loop (`WorkerPool.update_threads`). The default is two threads, or one on a one-core
+machine (`DEFAULT_LEARNER_THREADS`), chosen by measurement: on a quiet 2-core machine
+(``book/data/bench_scale_quiet.jsonl``, 2026-12-01 23:43-23:47 UTC, load average 1.1-1.5) two
+workers made 1.20x the samples/s with the update on two threads that they made with it on one
+(faster in every round, 1.04-1.35x; the update 0.98 s against 1.26 s), and one thread was the
+slower of the two. A second thread pays only where a second core is free during the update: on a
+machine with more runnable processes than cores (``book/data/bench_scale.jsonl``, load average
+13-25 on 2 cores) the two threads wait for each other at every operation and the same layout ran
+at 0.09x the samples/s of one thread; pass ``learner_threads=1`` there (book chapter 4.5).
 
 Failures never hang the learner: it waits on the pipes *and* on the processes' sentinels with
 a timeout, so a worker that raises (its traceback is sent back), is killed, or goes silent ends
@@ -60,9 +64,13 @@ from ..errors import InputError, TrainingError
 _ROLLOUT_FIELDS = tuple(f.name for f in dataclasses.fields(Rollout) if f.name != "stats")  # the tensors
 
 
-DEFAULT_LEARNER_THREADS = 1
-"""The learner's torch threads during the update when `WorkerPool` is given none: the faster of 1
-and 2 in the committed ``bench scale`` record (book chapter 4.5)."""
+DEFAULT_LEARNER_THREADS = 2
+"""The learner's torch threads during the update when `WorkerPool` is given none (at most the
+cores this process may use): the faster of 1 and 2 with two workers in the quiet ``bench scale``
+record, ``book/data/bench_scale_quiet.jsonl`` (1.20x the samples/s of one thread; book chapter
+4.5). Measured with two workers on two cores; with more workers the update stays on two threads
+(more were not measured), and on a machine whose load exceeds its cores one thread is the safe
+choice (``learner_threads=1``): two threads ran at 0.09x its rate in the loaded record."""
 
 
 class WorkerError(TrainingError):

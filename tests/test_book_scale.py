@@ -1,0 +1,93 @@
+"""The scale-out chapters' record and the defaults chosen from it (chapters 4, 5, 6 and 8).
+
+The chapters read the quiet ``bench scale`` record; the pool's default learner threads must be the
+faster choice measured there and never the slowest process layout; commands shown to a reader
+carry no temporary output path; the threaded cost model reproduces the points it is fitted to.
+"""
+from __future__ import annotations
+
+import shlex
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from finrl_tutorial.book import read_records, scale
+from finrl_tutorial.training.workers import DEFAULT_LEARNER_THREADS
+
+
+@pytest.fixture(scope="module")
+def quiet():
+    return read_records(scale.SCALE_RECORD)
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    return read_records(scale.LOADED_SCALE_RECORD)
+
+
+def _loads(records):
+    return [run["loadavg"][0] for r in records for run in r.get("runs", [r]) if run.get("loadavg")]
+
+
+def test_the_chapters_read_the_quiet_record_and_the_loaded_one_is_loaded(quiet, loaded):
+    cores = quiet[0]["cpu_count"]
+    assert max(_loads(quiet)) < cores  # speed can be read from it: no run waited for a core
+    assert min(_loads(loaded)) > 2 * cores  # what load does, not speed
+    assert {shlex.split(r["command"])[4] for r in quiet + loaded} == {"scale"}
+
+
+def test_the_default_learner_threads_are_the_faster_choice_of_the_quiet_record(quiet):
+    reading = scale.learner_threads_reading(quiet)
+    assert reading["faster"] == DEFAULT_LEARNER_THREADS
+    other = 1 if DEFAULT_LEARNER_THREADS == 2 else 2
+    ratios = reading["rounds"] if DEFAULT_LEARNER_THREADS == 2 else [1 / r for r in reading["rounds"]]
+    assert min(ratios) > 1, f"{DEFAULT_LEARNER_THREADS} threads must beat {other} in every round"
+
+
+@pytest.mark.parametrize("name", [scale.SCALE_RECORD, scale.LOADED_SCALE_RECORD])
+def test_a_one_thread_update_was_never_the_slowest_process_layout(name):
+    """The safe choice named for a busy machine (``learner_threads=1``) holds in both records."""
+    table = scale.speedups(read_records(name))
+    layouts = table[table["layout"] != "trainer"]
+    one_thread = next(label for label in layouts.index if "×2" in label and "on 1 thread" in label)
+    assert layouts.loc[one_thread, "median"] > layouts["median"].min()
+
+
+def test_the_default_layout_is_not_the_slowest_process_layout_of_the_quiet_record(quiet):
+    table = scale.speedups(quiet)
+    layouts = table[table["layout"] != "trainer"]
+    suffix = f"on {DEFAULT_LEARNER_THREADS} thread" + ("s" if DEFAULT_LEARNER_THREADS > 1 else "")
+    default = next(label for label in layouts.index if "×2" in label and suffix in label)
+    assert layouts.loc[default, "median"] > layouts["median"].min()
+    assert layouts.loc[default, "verdict"] == "faster"  # against the fastest in-process trainer, every round
+
+
+def test_the_threaded_cost_model_reproduces_its_points_and_models_one_worker_on_one_thread(quiet):
+    model = scale.fit_cost_model(quiet, "workers", learner_threads=2)
+    one = next(r for r in quiet if r["layout"] == "workers" and r["processes"] == 1)
+    two = next(r for r in quiet if r["layout"] == "workers" and r["processes"] == 2 and r["learner_threads"] == 2)
+    assert model.iteration_seconds(1) == pytest.approx(sum(scale._phase_seconds(one)))
+    assert model.iteration_seconds(2) == pytest.approx(sum(scale._phase_seconds(two)))
+    assert model.thread_speedup > 1  # the update of two workers ran faster on two threads
+    check = scale.model_check(quiet, model)
+    assert sorted(check["processes"]) == [1.0, 2.0] and check["error"].abs().max() < 0.25
+
+
+_NAME = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-.", min_size=1, max_size=12).filter(
+    lambda n: n not in (".", ".."))
+
+
+@given(folders=st.lists(_NAME, min_size=1, max_size=3), name=_NAME, relative=st.booleans())
+def test_runnable_command_moves_only_a_temporary_output_under_runs(folders, name, relative):
+    path = "/".join([*folders, name]) if relative else "/" + "/".join(["tmp", *folders, name])
+    command = f"python -m finrl_tutorial bench scale --repeats 3 --out {path} --threads 1"
+    shown = shlex.split(scale.runnable_command(command))
+    assert shown[:7] == shlex.split(command)[:7] and shown[-2:] == ["--threads", "1"]
+    assert shown[shown.index("--out") + 1] == (path if relative else f"runs/{name}")
+    assert scale.runnable_command(scale.runnable_command(command)) == scale.runnable_command(command)
+
+
+def test_runnable_command_leaves_a_command_without_out_alone():
+    command = "python -m finrl_tutorial bench train --num-envs 16 64 --stocks 15"
+    assert scale.runnable_command(command) == command
