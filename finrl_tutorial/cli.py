@@ -29,6 +29,7 @@ from .envs import EnvConfig
 from .errors import (ConfigError, InputError, TrainingError, one_line,
                      show_data_warnings_in_one_line)
 from .provenance import fast_mode
+from .training.workers import DEFAULT_LEARNER_THREADS
 from .training import (DataParallelContext, DistributedContext, agent_from_checkpoint, load_checkpoint,
                        local_context, results_table, run_experiment, runs)
 
@@ -265,6 +266,7 @@ def cmd_train(args) -> int:
         out = _run_folder(args)
         report = run_experiment(prepared, config, env_config, out_dir=out, seeds=args.seeds,
                                 eval_every=args.eval_every, progress=not args.no_progress, workers=args.workers,
+                                learner_threads=args.learner_threads,
                                 distributed=context, resume=args.resume, overwrite=args.overwrite)
     finally:
         context.close()
@@ -362,8 +364,12 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--eval-every", type=_int_at_least(0), default=job["eval_every"].default,
                        help="validate (and checkpoint) every K iterations; 0: never validate, keep the final weights")
     train.add_argument("--workers", type=_int_at_least(0), default=job["workers"].default,
-                       help="collect with N worker processes (the update then runs on N threads: "
-                            "the workers' cores, idle while it runs)")
+                       help="collect with N worker processes (the update runs meanwhile on "
+                            "--learner-threads threads, on the workers' cores, idle while it runs)")
+    train.add_argument("--learner-threads", type=_int_at_least(1), default=None,
+                       help="torch threads of the update beside --workers (default "
+                            f"{DEFAULT_LEARNER_THREADS}, at most the cores: the faster on a quiet 2-core machine; "
+                            "1 on a busy one, where two threads ran 0.09x as fast)")
     train.add_argument("--ddp", action="store_true", help="DistributedDataParallel (launch with torchrun)")
     train.add_argument("--data-parallel", action="store_true", help="torch.nn.DataParallel over visible GPUs")
     train.add_argument("--threads", type=_int_at_least(1), default=1,

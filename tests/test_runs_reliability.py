@@ -300,3 +300,23 @@ def test_train_with_workers_builds_and_closes_its_pool_on_this_ranks_shard(sse15
     result = train(sse15, make_config("ppo", **TINY | {"total_steps": 128}), eval_every=0, progress=False, workers=2)
     assert result.workers == 2 and result.env_steps == 128
     assert multiprocessing.active_children() == []  # the pool train built is closed with the run
+
+
+def test_learner_threads_reach_the_pool_and_need_workers(sse15, monkeypatch):
+    from finrl_tutorial.training import workers as workers_module
+
+    seen = []
+    real_init = workers_module.WorkerPool.__init__
+
+    def recording_init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        seen.append(self.learner_threads)
+
+    monkeypatch.setattr(workers_module.WorkerPool, "__init__", recording_init)
+    config = make_config("ppo", **TINY | {"total_steps": 128})
+    train(sse15, config, eval_every=0, progress=False, workers=1, learner_threads=1)
+    assert seen == [1]
+    with pytest.raises(InputError, match="give workers >= 1"):
+        train(sse15, config, eval_every=0, progress=False, learner_threads=2)
+    with pytest.raises(InputError, match="learner_threads must be >= 1"):
+        train(sse15, config, eval_every=0, progress=False, workers=1, learner_threads=0)

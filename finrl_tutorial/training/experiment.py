@@ -40,7 +40,7 @@ def run_experiment(market: PreparedMarket, config: PPOConfig, env_config: EnvCon
                    out_dir: str | Path = "runs/default", seeds: int = 1, eval_every: int = EVAL_EVERY,
                    progress: bool = True, workers: int = 0, distributed=None, resume: bool = False,
                    overwrite: bool = False, min_split_days: int = MIN_SPLIT_DAYS, worker_pool_factory=None,
-                   run: Run | None = None) -> dict:
+                   run: Run | None = None, learner_threads: int | None = None) -> dict:
     """Train ``seeds`` runs (seed, seed+1, …) and backtest each on ``market.test``.
 
     Writes to ``out_dir``: ``report.json`` (with the bootstrap interval of the agent's Sharpe
@@ -50,7 +50,8 @@ def run_experiment(market: PreparedMarket, config: PPOConfig, env_config: EnvCon
     ``out_dir`` may not hold another run: ``resume=True`` continues it (each seed from its
     ``last.pt``, bit-exact on CPU; the settings and the data must be the same), ``overwrite=True``
     replaces it. Where and how it runs (``distributed``, ``workers``, the claimed folder) is one
-    `Run`, resolved here once (or given as ``run``) and handed to every seed's `train`; the folder
+    `Run`, resolved here once (or given as ``run``; ``learner_threads``: the update's threads beside
+    ``workers``) and handed to every seed's `train`; the folder
     is locked for the whole experiment. ``worker_pool_factory(seed)``: a `Collector` of your own
     per seed instead of ``workers`` (closed after its seed). Every split needs ``min_split_days``
     trading days.
@@ -59,7 +60,8 @@ def run_experiment(market: PreparedMarket, config: PPOConfig, env_config: EnvCon
     check_split_lengths(market, min_split_days)
     env_config = env_config or EnvConfig()
     with given_or_open(run, market, config, env_config, out_dir=out_dir, resume=resume, overwrite=overwrite,
-                       distributed=distributed, workers=workers, eval_every=eval_every) as run:
+                       distributed=distributed, workers=workers, eval_every=eval_every,
+                       learner_threads=learner_threads) as run:
         return _run_experiment(market, config, env_config, run, Path(out_dir), seeds, progress,
                                worker_pool_factory, resume)
 

@@ -148,6 +148,8 @@ class Run:
     """This rank's window of episode start days on the training split (its shard)."""
     workers: int = 0
     """Rollout worker processes (0: one batched env in this process)."""
+    learner_threads: int | None = None
+    """Torch threads of the update while the workers are idle (None: `WorkerPool`'s default)."""
     eval_every: int = EVAL_EVERY
     """Validate (and checkpoint) every this many iterations and after the last; 0: never."""
     folder: Path | None = None
@@ -169,7 +171,7 @@ class Run:
             return
         if self.workers:
             built = WorkerPool(market, config, env_config, num_workers=self.workers, seed=seed,
-                               start_window=self.start_window)
+                               start_window=self.start_window, learner_threads=self.learner_threads)
         else:  # actions come from the agent: a NaN there is a NaN in its weights, which `update` reports
             built = EnvCollector(VecStockTradingEnv(market, config.num_envs, env_config, device=self.context.device,
                                                     seed=seed, start_window=self.start_window, check_actions=False),
@@ -197,21 +199,28 @@ def local_context(config: PPOConfig) -> SingleProcessContext:
 @contextlib.contextmanager
 def open_run(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig, *, out_dir=None,
              resume: bool = False, overwrite: bool = False, distributed: LearnerContext | None = None,
-             workers: int = 0, resume_from=None, eval_every: int = EVAL_EVERY):
+             workers: int = 0, resume_from=None, eval_every: int = EVAL_EVERY,
+             learner_threads: int | None = None):
     """Resolve a `Run` once: the context (``distributed``, default this process on
     ``config.device``, checked to exist), the memory check of an in-process rollout, this rank's
     shard of the start days, and the run folder ``out_dir`` claimed by the main rank (refused if
     it holds another run unless ``resume`` or ``overwrite``; locked until the block ends).
     ``resume_from``: a ``last.pt`` to continue (`train`'s ``resume``), loaded and checked here.
-    ``eval_every``: the validation schedule (checked here, read by the bookkeeping)."""
+    ``eval_every``: the validation schedule (checked here, read by the bookkeeping).
+    ``learner_threads``: the update's threads beside ``workers`` rollout processes."""
     check_int("train", "workers", workers, minimum=0)
     check_int("train", "eval_every", eval_every, minimum=0)
+    if learner_threads is not None:
+        check_int("train", "learner_threads", learner_threads, minimum=1)
+        if not workers:
+            raise InputError("learner_threads is the update's threads beside rollout workers: give workers >= 1 "
+                             "(without workers the update runs on the process's own threads, --threads)")
     context = distributed or local_context(config)
     if not workers:
         check_memory(config, market.train, context.device)
     window = shard_start_windows(market.train.num_days, context.world_size)[context.rank]
-    run = Run(context, data_fingerprint(market), window, workers=workers, eval_every=eval_every,
-              checkpoints=out_dir is not None)
+    run = Run(context, data_fingerprint(market), window, workers=workers, learner_threads=learner_threads,
+              eval_every=eval_every, checkpoints=out_dir is not None)
     with contextlib.ExitStack() as stack:
         if out_dir is not None and context.is_main:
             run.folder = stack.enter_context(runs.claim(out_dir, resume=resume, overwrite=overwrite))
@@ -228,7 +237,7 @@ def given_or_open(run: Run | None, market, config, env_config, **options):
     if run is None:
         return open_run(market, config, env_config, **options)
     defaults = {"out_dir": None, "resume": False, "overwrite": False, "distributed": None, "workers": 0,
-                "resume_from": None, "eval_every": EVAL_EVERY}
+                "resume_from": None, "eval_every": EVAL_EVERY, "learner_threads": None}
     clashing = [name for name, value in options.items() if value != defaults[name]]
     if clashing:
         raise InputError(f"run= is already resolved: pass {', '.join(clashing)} to open_run, not beside run=")

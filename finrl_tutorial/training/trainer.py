@@ -252,7 +252,7 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
           out_dir: str | Path | None = None, eval_every: int = EVAL_EVERY, progress: bool = True,
           resume: str | Path | None = None, distributed=None, workers: int = 0, worker_pool=None,
           overwrite: bool = False, on_evaluation: Callable[[dict], None] | None = None,
-          run: Run | None = None) -> TrainResult:
+          run: Run | None = None, learner_threads: int | None = None) -> TrainResult:
     """Train ``config.algo`` on ``market.train``; select the best checkpoint on ``market.valid``.
 
     The loop is `finrl_tutorial.agents.learn`; this adds the run's files and validation
@@ -266,7 +266,8 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
     checkpoint) every K iterations and after the last; 0 never validates, and the final weights
     are saved as ``best.pt`` and ``last.pt`` at the end. The scale-out paths plug in: ``distributed``
     is the `LearnerContext` (`DataParallelContext`, `DistributedContext`; default this process),
-    ``workers=N`` collects with N rollout processes on this rank's shard (``worker_pool``: a
+    ``workers=N`` collects with N rollout processes on this rank's shard (the update on
+    ``learner_threads`` threads, default `WorkerPool`'s; ``worker_pool``: a
     `Collector` of your own instead, left open), book chapters 4 and 5. ``on_evaluation`` is
     called after each validation with ``{"iteration", "env_steps", "metrics", "agent",
     "is_best"}`` (the learning benchmark follows every candidate with it).
@@ -274,7 +275,7 @@ def train(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | Non
     env_config = env_config or EnvConfig()
     with given_or_open(run, market, config, env_config, out_dir=out_dir, resume=resume is not None,
                        overwrite=overwrite, distributed=distributed, workers=workers, resume_from=resume,
-                       eval_every=eval_every) as run:
+                       eval_every=eval_every, learner_threads=learner_threads) as run:
         context = run.context
         seed = config.seed + 1000 * context.rank  # each rank its own env starts and noise, same initial weights
         with run.collector(market.train, config, env_config, seed, given=worker_pool) as collector, \
