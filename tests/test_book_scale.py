@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from finrl_tutorial.book import read_records, scale
+from finrl_tutorial.book import read_records, reader_command, scale
 from finrl_tutorial.training.workers import DEFAULT_LEARNER_THREADS
 
 
@@ -79,15 +79,15 @@ _NAME = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-.", min_size=1, 
 
 
 @given(folders=st.lists(_NAME, min_size=1, max_size=3), name=_NAME, relative=st.booleans())
-def test_runnable_command_moves_only_a_temporary_output_under_runs(folders, name, relative):
+def test_reader_command_moves_only_a_temporary_output_under_runs(folders, name, relative):
     path = "/".join([*folders, name]) if relative else "/" + "/".join(["tmp", *folders, name])
     command = f"python -m finrl_tutorial bench scale --repeats 3 --out {path} --threads 1"
-    shown = shlex.split(scale.runnable_command(command))
+    shown = shlex.split(reader_command(command))
     assert shown[:7] == shlex.split(command)[:7] and shown[-2:] == ["--threads", "1"]
     assert shown[shown.index("--out") + 1] == (path if relative else f"runs/{name}")
-    assert scale.runnable_command(scale.runnable_command(command)) == scale.runnable_command(command)
+    assert reader_command(reader_command(command)) == reader_command(command)
 
 
-def test_runnable_command_leaves_a_command_without_out_alone():
+def test_reader_command_leaves_a_command_without_out_alone():
     command = "python -m finrl_tutorial bench train --num-envs 16 64 --stocks 15"
-    assert scale.runnable_command(command) == command
+    assert reader_command(command) == command

@@ -3,12 +3,11 @@
 A chapter starts with ``import finrl_tutorial as ft`` and ``ft.book.setup_chapter()`` instead of
 repeating the same preamble; ``ft.book.FAST`` says whether it runs its small versions. The bench
 (`finrl_tutorial.bench`) measures and writes records; this room turns them into tables, sentences,
-captions and figures: `report` (chapters 4-8: env throughput, the loop's cost, scale-out, GPU,
-peers, the committed full-size run) and `sweep` (chapters 2 and 7). The committed records under the
-repository's ``book/data/``
-ship inside the package as ``finrl_tutorial.records``, so a chapter run alone (Colab: the notebook in
-an empty folder, the package installed from the repository) finds them with :func:`record_path`. The committed records under the repository's ``book/data/``
-ship inside the package as ``finrl_tutorial.records``, so a chapter run alone (Colab: the notebook in
+captions and figures: `report` (chapters 4-8: env throughput, the loop's cost, GPU,
+peers, the committed full-size run), `scale` (chapters 4, 5, 8: speed-ups, the cost model),
+`sweep` (chapters 2 and 7) and `teaching` (chapters 1-3: the yardsticks, like-with-like
+comparisons, a record's command as a reader runs it). The committed records under the
+repository's ``book/data/`` ship inside the package as ``finrl_tutorial.records``, so a chapter run alone (Colab: the notebook in
 an empty folder, the package installed from the repository) finds them with :func:`record_path`.
 """
 from __future__ import annotations
@@ -35,6 +34,7 @@ from .report import (env_throughput_table, full_run_commentary, gpu_summary, loo
 from .scale import (CostModel, fit_cost_model, fit_per_call, model_check, phase_table, plot_projection,
                     plot_speedups, project, speedup_text, speedups)
 from .sweep import MEASURE_NAMES, along_the_curve, describe, summary_table, sweep_caption
+from .teaching import reader_command
 
 FAST = fast_mode()
 """True in CI (``FINRL_TUTORIAL_FAST=1``): chapters run small versions of their experiments."""

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
-import shlex
 import statistics
 from typing import Iterable
 
@@ -51,17 +49,6 @@ def _runs(record: dict, key: str) -> list[float]:
 def _loads(record: dict) -> list[float]:
     runs = record.get("runs") or [record]
     return [run["loadavg"][0] for run in runs if run.get("loadavg")]
-
-
-def runnable_command(command: str) -> str:
-    """A record's ``command`` as a reader can run it: an ``--out`` folder or file that was
-    temporary (an absolute path, e.g. under ``/tmp``) becomes ``runs/<its name>``; the options
-    that decide what is measured are left as recorded."""
-    words = shlex.split(command)
-    for k, word in enumerate(words[:-1]):
-        if word == "--out" and words[k + 1].startswith("/"):
-            words[k + 1] = "runs/" + re.sub(r"[^\w.-]", "_", words[k + 1].rstrip("/").rsplit("/", 1)[-1])
-    return shlex.join(words)
 
 
 def fastest_single_process(records: Iterable[dict], key: str = "samples_per_s") -> dict:

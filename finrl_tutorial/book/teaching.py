@@ -8,6 +8,8 @@ returns a table or a number; none trains or measures anything itself.
 from __future__ import annotations
 
 import math
+import re
+import shlex
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -344,21 +346,24 @@ def pbo_example(trials: int = 20, days: int = 750, edge_sharpe: float = 2.0, sli
     return {"trials": trials, "days": days, "edge_sharpe": edge_sharpe, "seed": seed, **results}
 
 
-def reader_command(command: str, out: str, drop: Sequence[str] = ("--merge", "--resume", "--variants")) -> str:
+def reader_command(command: str, out: str | None = None,
+                   drop: Sequence[str] = ("--merge", "--resume", "--variants")) -> str:
     """A command from a record as a reader would run it: the first command of a chain
-    (``a && b``), without the options in ``drop`` (and their values) and with ``--out`` set to
-    ``out``, so that no temporary or machine-specific folder appears on the page."""
-    words = command.split("&&")[0].split()
+    (``a && b``), without the options in ``drop`` (and their values), and with ``--out`` set to
+    ``out`` — or, without ``out``, the recorded ``--out`` kept unless it was a temporary,
+    machine-specific path (absolute, e.g. under ``/tmp``), which becomes ``runs/<its name>``. So no
+    temporary folder appears on the page; the options that decide what is measured stay as recorded."""
+    words = shlex.split(command.split("&&")[0])
+    drop = tuple(drop) + (("--out",) if out is not None else ())  # then one --out, at the end
     kept, skipping = [], False
     for word in words:
         if word.startswith("--"):
-            skipping = word in drop or word == "--out"
-            if skipping:
-                continue
-        elif skipping:
-            continue
-        kept.append(word)
-    return " ".join(kept + ["--out", out])
+            skipping = word in drop
+        elif not skipping and kept and kept[-1] == "--out" and word.startswith("/"):
+            word = "runs/" + re.sub(r"[^\w.-]", "_", word.rstrip("/").rsplit("/", 1)[-1])
+        if not skipping:
+            kept.append(word)
+    return shlex.join(kept + (["--out", out] if out is not None else []))
 
 
 def paired_by_family(learn: Mapping, comparisons: Mapping[str, tuple[tuple, tuple]], level: float = 0.05) -> pd.DataFrame:
