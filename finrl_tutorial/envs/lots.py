@@ -1,0 +1,119 @@
+"""The purchase-lot ledger behind the individual dividend tax (`EnvConfig.dividend_tax`).
+
+China withholds most of the dividend tax when shares are sold, at the rate of each lot's
+holding period, first in first out (`rules.DIVIDEND_TAX_REGIMES`). So each account keeps, per
+stock, up to ``K`` lots (`EnvConfig.tax_lots`) in purchase order: shares, buy day (an index into
+the market's days) and the tax per share that would still be due if the lot were sold within a
+month or within a year of its purchase (dividends it received × the rates of their record dates).
+
+Static shapes: ``[..., S, K]`` always, so the batched, vmap and CUDA-graph steps keep working.
+Shares not in the ledger (holdings minus the lots' sum) are the oldest and owe nothing: a lot
+leaves the ledger once it is over a year old (nothing more can be due on it). When all ``K``
+slots are taken and a new lot arrives, the two adjacent lots closest in buy date are merged
+under the *later* date: their shares look younger than they are, so the merged lot may be taxed
+at a higher bracket, never a lower one (the ledger errs towards too much tax, by a gap that
+`tests/test_dividend_tax.py` sizes against a ledger with room for every lot).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+EMPTY = 1e-6
+"""A lot with fewer shares than this is an empty slot (bonus shares make lots fractional)."""
+
+
+class TaxDays(NamedTuple):
+    """Per market day ``[D]``: its day number, the last day number a lot bought on it is held
+    one month or less / one year or less (`rules.holding_period_ends`), and the dividend tax
+    rates of a record date the day before it (`rules.dividend_tax_rates`)."""
+
+    day: torch.Tensor
+    month_end: torch.Tensor
+    year_end: torch.Tensor
+    withheld: torch.Tensor
+    due_within_month: torch.Tensor
+    due_within_year: torch.Tensor
+
+
+class Lots(NamedTuple):
+    shares: torch.Tensor     # [..., S, K]
+    day: torch.Tensor        # [..., S, K] long: market day of the purchase
+    due_month: torch.Tensor  # [..., S, K] tax per share due if sold within a month of the purchase
+    due_year: torch.Tensor   # [..., S, K] ... within a year
+
+
+def receive_dividend(lots: Lots, holdings, whole, dividend, days: TaxDays, ex_day):
+    """A corporate action on ``ex_day``: each lot accrues the tax its dividend may owe at a sale,
+    then follows the bonus shares (``holdings`` → ``whole``; the lot's shares scale, its tax per
+    share shrinks, so its total is kept). Returns ``lots, withheld`` (the tax withheld at payment,
+    yuan, on every share held)."""
+    withheld = (holdings * dividend).sum(-1) * days.withheld[ex_day]
+    per_share = dividend.unsqueeze(-1)
+    due_month = lots.due_month + per_share * days.due_within_month[ex_day]
+    due_year = lots.due_year + per_share * days.due_within_year[ex_day]
+    factor = torch.where(holdings > 0, whole / holdings.clamp(min=EMPTY), torch.zeros_like(holdings)).unsqueeze(-1)
+    inverse = torch.where(factor > 0, 1.0 / factor.clamp(min=EMPTY), torch.zeros_like(factor))
+    return Lots(lots.shares * factor, lots.day, due_month * inverse, due_year * inverse), withheld
+
+
+def sell_first_in_first_out(lots: Lots, holdings, sold, days: TaxDays, sale_day):
+    """``sold`` shares per stock leave ``holdings`` on ``sale_day``: the untracked (oldest,
+    exempt) shares first, then the lots in purchase order. Returns ``lots, tax`` (``[..., S]``
+    yuan withheld from the sale)."""
+    tracked = lots.shares.sum(-1)
+    from_lots = (sold - (holdings - tracked).clamp(min=0.0)).clamp(min=0.0)
+    before = torch.cumsum(lots.shares, dim=-1) - lots.shares
+    taken = torch.minimum((from_lots.unsqueeze(-1) - before).clamp(min=0.0), lots.shares)
+    today = days.day[sale_day]
+    within_month = today <= days.month_end[lots.day]
+    within_year = today <= days.year_end[lots.day]
+    due = torch.where(within_month, lots.due_month, torch.where(within_year, lots.due_year,
+                                                                  torch.zeros_like(lots.due_year)))
+    tax = (taken * due).sum(-1)
+    shares = lots.shares - taken
+    # a position sold out leaves nothing behind (float dust of bonus-scaled lots)
+    shares = torch.where((holdings - sold).unsqueeze(-1) > EMPTY, shares, torch.zeros_like(shares))
+    return lots._replace(shares=shares), tax
+
+
+def record_purchases(lots: Lots, bought, days: TaxDays, buy_day):
+    """Drop lots over a year old on ``buy_day`` (exempt for good), close the gaps, then append
+    today's purchase ``bought`` as the newest lot; with every slot taken, merge the adjacent pair
+    closest in buy date first, under the later date (see the module's docstring)."""
+    count = lots.shares.shape[-1]
+    today = days.day[buy_day]
+    alive = (lots.shares > EMPTY) & (today <= days.year_end[lots.day])
+    slot = torch.arange(count, device=lots.shares.device)
+    order = torch.argsort(torch.where(alive, slot, slot + count), dim=-1)
+    keep = torch.gather(alive, -1, order)
+    zero = torch.zeros_like(lots.shares)
+    shares = torch.where(keep, torch.gather(lots.shares, -1, order), zero)
+    day = torch.gather(lots.day, -1, order)
+    due_month = torch.where(keep, torch.gather(lots.due_month, -1, order), zero)
+    due_year = torch.where(keep, torch.gather(lots.due_year, -1, order), zero)
+
+    # the purchase goes into the first free slot of a ledger one slot longer
+    used = keep.sum(-1, keepdim=True)
+    wide = torch.arange(count + 1, device=lots.shares.device)
+    new = (wide == used) & (bought.unsqueeze(-1) > 0)
+    pad = lambda x: torch.cat([x, torch.zeros_like(x[..., :1])], dim=-1)  # noqa: E731
+    shares = torch.where(new, bought.unsqueeze(-1), pad(shares))
+    day = torch.where(new, torch.zeros_like(pad(day)) + buy_day, pad(day))
+    due_month, due_year = pad(due_month), pad(due_year)  # a new lot has received nothing yet
+
+    # full (K + 1 lots): merge at the smallest gap in buy dates; otherwise "merge" beyond the end
+    full = (shares > EMPTY).all(-1, keepdim=True)
+    numbers = days.day[day]
+    gaps = numbers[..., 1:] - numbers[..., :-1]
+    at = torch.where(full, torch.argmin(gaps, dim=-1, keepdim=True), torch.full_like(used, count))
+    source = slot + (slot > at).long()
+    pick = lambda x: torch.gather(x, -1, source)  # noqa: E731
+    later = lambda x: torch.gather(x, -1, source + (slot == at).long())  # noqa: E731
+    merged = slot == at
+    shares_here, shares_next = pick(shares), later(shares)
+    total = torch.where(merged, shares_here + shares_next, shares_here)
+    weight = lambda x: torch.where(  # noqa: E731
+        merged, (shares_here * pick(x) + shares_next * later(x)) / total.clamp(min=EMPTY), pick(x))
+    return Lots(total, torch.where(merged, later(day), pick(day)), weight(due_month), weight(due_year))
