@@ -9,10 +9,13 @@ month or within a year of its purchase (dividends it received × the rates of th
 Static shapes: ``[..., S, K]`` always, so the batched, vmap and CUDA-graph steps keep working.
 Shares not in the ledger (holdings minus the lots' sum) are the oldest and owe nothing: a lot
 leaves the ledger once it is over a year old (nothing more can be due on it). When all ``K``
-slots are taken and a new lot arrives, the two adjacent lots closest in buy date are merged
-under the *later* date: their shares look younger than they are, so the merged lot may be taxed
-at a higher bracket, never a lower one (the ledger errs towards too much tax, by a gap that
-`tests/test_dividend_tax.py` sizes against a ledger with room for every lot).
+slots are taken and a new lot arrives, two adjacent lots merge: the pair closest in buy date
+among pairs that received the same dividends (bought between the same ex-days), else the
+closest pair; the merged lot takes the *later* date and the larger tax per share of the two.
+Its shares then look younger (a higher bracket, never a lower one) and, for a pair with unlike
+dividends, as if all had the larger dividend: the ledger errs towards too much tax, never too
+little (`tests/test_dividend_tax.py` checks it against a plain-Python ledger with room for
+every lot; the README gives the size for a daily rebalancer).
 """
 from __future__ import annotations
 
@@ -22,6 +25,9 @@ import torch
 
 EMPTY = 1e-6
 """A lot with fewer shares than this is an empty slot (bonus shares make lots fractional)."""
+
+UNLIKE_PENALTY = 1 << 40
+"""Added to the date gap of two lots that received different dividends: they merge last."""
 
 
 class TaxDays(NamedTuple):
@@ -44,6 +50,11 @@ class Lots(NamedTuple):
     due_year: torch.Tensor   # [..., S, K] ... within a year
 
 
+def _per_lot(x):
+    """A per-account value (``[...]``) against per-lot tensors (``[..., S, K]``)."""
+    return x.unsqueeze(-1).unsqueeze(-1)
+
+
 def receive_dividend(lots: Lots, holdings, whole, dividend, days: TaxDays, ex_day):
     """A corporate action on ``ex_day``: each lot accrues the tax its dividend may owe at a sale,
     then follows the bonus shares (``holdings`` → ``whole``; the lot's shares scale, its tax per
@@ -51,8 +62,8 @@ def receive_dividend(lots: Lots, holdings, whole, dividend, days: TaxDays, ex_da
     yuan, on every share held)."""
     withheld = (holdings * dividend).sum(-1) * days.withheld[ex_day]
     per_share = dividend.unsqueeze(-1)
-    due_month = lots.due_month + per_share * days.due_within_month[ex_day]
-    due_year = lots.due_year + per_share * days.due_within_year[ex_day]
+    due_month = lots.due_month + per_share * _per_lot(days.due_within_month[ex_day])
+    due_year = lots.due_year + per_share * _per_lot(days.due_within_year[ex_day])
     factor = torch.where(holdings > 0, whole / holdings.clamp(min=EMPTY), torch.zeros_like(holdings)).unsqueeze(-1)
     inverse = torch.where(factor > 0, 1.0 / factor.clamp(min=EMPTY), torch.zeros_like(factor))
     return Lots(lots.shares * factor, lots.day, due_month * inverse, due_year * inverse), withheld
@@ -66,7 +77,7 @@ def sell_first_in_first_out(lots: Lots, holdings, sold, days: TaxDays, sale_day)
     from_lots = (sold - (holdings - tracked).clamp(min=0.0)).clamp(min=0.0)
     before = torch.cumsum(lots.shares, dim=-1) - lots.shares
     taken = torch.minimum((from_lots.unsqueeze(-1) - before).clamp(min=0.0), lots.shares)
-    today = days.day[sale_day]
+    today = _per_lot(days.day[sale_day])
     within_month = today <= days.month_end[lots.day]
     within_year = today <= days.year_end[lots.day]
     due = torch.where(within_month, lots.due_month, torch.where(within_year, lots.due_year,
@@ -83,7 +94,7 @@ def record_purchases(lots: Lots, bought, days: TaxDays, buy_day):
     today's purchase ``bought`` as the newest lot; with every slot taken, merge the adjacent pair
     closest in buy date first, under the later date (see the module's docstring)."""
     count = lots.shares.shape[-1]
-    today = days.day[buy_day]
+    today = _per_lot(days.day[buy_day])
     alive = (lots.shares > EMPTY) & (today <= days.year_end[lots.day])
     slot = torch.arange(count, device=lots.shares.device)
     order = torch.argsort(torch.where(alive, slot, slot + count), dim=-1)
@@ -100,13 +111,15 @@ def record_purchases(lots: Lots, bought, days: TaxDays, buy_day):
     new = (wide == used) & (bought.unsqueeze(-1) > 0)
     pad = lambda x: torch.cat([x, torch.zeros_like(x[..., :1])], dim=-1)  # noqa: E731
     shares = torch.where(new, bought.unsqueeze(-1), pad(shares))
-    day = torch.where(new, torch.zeros_like(pad(day)) + buy_day, pad(day))
+    day = torch.where(new, torch.zeros_like(pad(day)) + _per_lot(buy_day), pad(day))
     due_month, due_year = pad(due_month), pad(due_year)  # a new lot has received nothing yet
 
-    # full (K + 1 lots): merge at the smallest gap in buy dates; otherwise "merge" beyond the end
+    # full (K + 1 lots): merge the adjacent pair closest in buy date among those that received the
+    # same dividends (bought between the same ex-days), else the closest; otherwise no merge
     full = (shares > EMPTY).all(-1, keepdim=True)
     numbers = days.day[day]
-    gaps = numbers[..., 1:] - numbers[..., :-1]
+    unlike = (due_month[..., 1:] != due_month[..., :-1]) | (due_year[..., 1:] != due_year[..., :-1])
+    gaps = numbers[..., 1:] - numbers[..., :-1] + unlike.long() * UNLIKE_PENALTY
     at = torch.where(full, torch.argmin(gaps, dim=-1, keepdim=True), torch.full_like(used, count))
     source = slot + (slot > at).long()
     pick = lambda x: torch.gather(x, -1, source)  # noqa: E731
@@ -114,6 +127,5 @@ def record_purchases(lots: Lots, bought, days: TaxDays, buy_day):
     merged = slot == at
     shares_here, shares_next = pick(shares), later(shares)
     total = torch.where(merged, shares_here + shares_next, shares_here)
-    weight = lambda x: torch.where(  # noqa: E731
-        merged, (shares_here * pick(x) + shares_next * later(x)) / total.clamp(min=EMPTY), pick(x))
-    return Lots(total, torch.where(merged, later(day), pick(day)), weight(due_month), weight(due_year))
+    larger = lambda x: torch.where(merged, torch.maximum(pick(x), later(x)), pick(x))  # noqa: E731
+    return Lots(total, torch.where(merged, later(day), pick(day)), larger(due_month), larger(due_year))
