@@ -97,8 +97,11 @@ def record_purchases(lots: Lots, bought, days: TaxDays, buy_day):
     today = _per_lot(days.day[buy_day])
     alive = (lots.shares > EMPTY) & (today <= days.year_end[lots.day])
     slot = torch.arange(count, device=lots.shares.device)
-    order = torch.argsort(torch.where(alive, slot, slot + count), dim=-1)
-    keep = torch.gather(alive, -1, order)
+    # lots run oldest first and leave from the front only (sold first, or a year old first), so
+    # the live ones are one run: shift it to slot 0
+    first = torch.argmax(alive.to(torch.int8), dim=-1, keepdim=True)
+    order = (slot + first).clamp(max=count - 1)
+    keep = torch.gather(alive, -1, order) & (slot + first < count)
     zero = torch.zeros_like(lots.shares)
     shares = torch.where(keep, torch.gather(lots.shares, -1, order), zero)
     day = torch.gather(lots.day, -1, order)
