@@ -123,6 +123,17 @@ def test_lots_over_a_year_leave_the_ledger_and_one_lot_per_purchase():
     assert float(env.account.holdings[0]) == 3000.0
 
 
+@pytest.mark.parametrize("lots, tax", [(3, 1000 * 2 * D * 0.10 + 1000 * D * 0.10), (2, 2000 * 2 * D * 0.10)])
+def test_merged_lots_err_towards_more_tax(lots, tax):
+    """Three purchases with an ex-day between each: with room for 3 lots the tax is exact (A
+    received two dividends, B one, C none; A and B held over a month: 10 %); with 2, A and B
+    (the closer pair) merge under B's date and A's larger tax per share: ¥50 (33 %) too much."""
+    market = _market("2019-01-02", "2019-12-31", {"2019-03-15": (D, 0), "2019-04-15": (D, 0)})
+    orders = {"2019-03-01": 0.1, "2019-03-20": 0.1, "2019-04-22": 0.1, "2019-04-26": -1}
+    _, infos = _trade(market, orders, EnvConfig(**{**TAXED.__dict__, "tax_lots": lots}))
+    assert _taxes(infos) == pytest.approx({"2019-04-26": tax}, abs=1e-6)
+
+
 # --- an independent reference: plain Python lots, pandas dates ----------------------------------------
 
 def _reference_tax(market, history):
