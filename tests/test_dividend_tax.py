@@ -4,6 +4,7 @@ reference in plain Python, the single, batched and vmap envs agreeing, and resum
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -106,7 +107,7 @@ def test_dividend_tax_table(case, period, ex_days, orders, expected):
     env, infos = _trade(market, orders)
     assert _taxes(infos) == pytest.approx({k: round(v, 6) for k, v in expected.items()}, abs=1e-6)
     # the tax leaves the cash, and nothing else changes (no buy after the sale here)
-    untaxed, plain = _trade(market, orders, EnvConfig(**{**TAXED.__dict__, "dividend_tax": False}))
+    untaxed, plain = _trade(market, orders, replace(TAXED, dividend_tax=False))
     assert sum(i["dividend"] for i in infos) == pytest.approx(sum(i["dividend"] for i in plain))
     assert torch.equal(env.account.holdings, untaxed.account.holdings)
     assert untaxed.account.cash.item() - env.account.cash.item() == pytest.approx(sum(expected.values()), abs=1e-6)
@@ -130,7 +131,7 @@ def test_merged_lots_err_towards_more_tax(lots, tax):
     (the closer pair) merge under B's date and A's larger tax per share: ¥50 (33 %) too much."""
     market = _market("2019-01-02", "2019-12-31", {"2019-03-15": (D, 0), "2019-04-15": (D, 0)})
     orders = {"2019-03-01": 0.1, "2019-03-20": 0.1, "2019-04-22": 0.1, "2019-04-26": -1}
-    _, infos = _trade(market, orders, EnvConfig(**{**TAXED.__dict__, "tax_lots": lots}))
+    _, infos = _trade(market, orders, replace(TAXED, tax_lots=lots))
     assert _taxes(infos) == pytest.approx({"2019-04-26": tax}, abs=1e-6)
 
 
@@ -206,11 +207,11 @@ def test_tax_matches_the_reference_and_stays_within_20_percent(dividend_market, 
     rng = np.random.default_rng(seed)
     steps = dividend_market.num_days - 1
     actions = np.where(rng.random((steps, 2)) < trade_probability, rng.uniform(-0.3, 0.3, (steps, 2)), 0.0)
-    config = EnvConfig(**{**TAXED.__dict__, "tax_lots": 64})
+    config = replace(TAXED, tax_lots=64)
     taxes, dividends, history = _random_run(dividend_market, actions, config)
     np.testing.assert_allclose(taxes, _reference_tax(dividend_market, history), atol=1e-6)
     assert (taxes >= 0).all() and taxes.sum() <= 0.2 * dividends.sum() + 1e-6
-    merged, _, merged_history = _random_run(dividend_market, actions, EnvConfig(**{**TAXED.__dict__, "tax_lots": 2}))
+    merged, _, merged_history = _random_run(dividend_market, actions, replace(TAXED, tax_lots=2))
     # orders of ¥60k at most in a ¥1M account: the tax never changes a fill, the trades are the same
     assert all(np.array_equal(a[2], b[2]) for a, b in zip(history, merged_history))
     assert merged.sum() >= taxes.sum() - 1e-6 and (merged >= 0).all()
@@ -236,7 +237,7 @@ def test_without_dividends_the_tax_changes_nothing(synthetic_bars):
 
 @pytest.mark.parametrize("execution", ["open", "close"])
 def test_single_vec_vmap_agree_with_the_tax(dividend_market, execution):
-    config = EnvConfig(**{**TAXED.__dict__, "execution": execution, "tax_lots": 3})
+    config = replace(TAXED, execution=execution, tax_lots=3)
     steps = dividend_market.num_days - 2  # (the batched envs restart after the last day)
     generator = torch.Generator().manual_seed(5)
     actions = (torch.rand(steps, 4, 2, generator=generator, dtype=F64) * 0.6 - 0.3)
