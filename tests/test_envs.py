@@ -227,7 +227,7 @@ def test_single_vec_vmap_agree(sse15, execution, action_mode, dividend_tax):
     # the vec and the vmap env agree on every row, not just the one compared with the single env
     torch.testing.assert_close(batched["vec64"].account.cash, batched["vmap64"].account.cash, rtol=1e-12, atol=1e-6)
     assert torch.equal(batched["vec64"].account.holdings, batched["vmap64"].account.holdings)
-    assert torch.equal(batched["vec64"].account.lot_day, batched["vmap64"].account.lot_day)
+    assert torch.equal(batched["vec64"].account.lot_year_end, batched["vmap64"].account.lot_year_end)
 
 
 # --- invariants -------------------------------------------------------------------------------------

@@ -203,17 +203,14 @@ class Account(NamedTuple):
     bought: torch.Tensor      # [..., S] shares bought at the last fill (T+1 lock)
     bought_day: torch.Tensor  # [...] long: the day of that fill
     lot_shares: torch.Tensor     # [..., S, K] purchase lots for the dividend tax (K = 0 without it;
-    lot_day: torch.Tensor        # [..., S, K] long   see `finrl_tutorial.envs.lots`)
+    lot_month_end: torch.Tensor  # [..., S, K] long   see `finrl_tutorial.envs.lots`)
+    lot_year_end: torch.Tensor   # [..., S, K] long
     lot_due_month: torch.Tensor  # [..., S, K]
     lot_due_year: torch.Tensor   # [..., S, K]
 
     @property
     def lots(self) -> Lots:
-        return Lots(self.lot_shares, self.lot_day, self.lot_due_month, self.lot_due_year)
-
-    def with_lots(self, lots: Lots) -> "Account":
-        return self._replace(lot_shares=lots.shares, lot_day=lots.day, lot_due_month=lots.due_month,
-                             lot_due_year=lots.due_year)
+        return Lots(self.lot_shares, self.lot_month_end, self.lot_year_end, self.lot_due_month, self.lot_due_year)
 
 
 class MarketArrays(NamedTuple):
@@ -297,8 +294,8 @@ def initial_account(start_day: torch.Tensor, num_stocks: int, config: EnvConfig,
     holdings = torch.zeros(start_day.shape + (num_stocks,), dtype=dtype, device=start_day.device)
     lots = torch.zeros(start_day.shape + (num_stocks, config.ledger_size), dtype=dtype, device=start_day.device)
     return Account(cash, holdings, cash.clone(), start_day.clone(), start_day.clone(), holdings.clone(),
-                   torch.full_like(start_day, -1), lots, torch.zeros_like(lots, dtype=torch.long), lots.clone(),
-                   lots.clone())
+                   torch.full_like(start_day, -1), lots, torch.zeros_like(lots, dtype=torch.long),
+                   torch.zeros_like(lots, dtype=torch.long), lots.clone(), lots.clone())
 
 
 def observe(account: Account, market: MarketArrays) -> torch.Tensor:

@@ -2,9 +2,10 @@
 
 China withholds most of the dividend tax when shares are sold, at the rate of each lot's
 holding period, first in first out (`rules.DIVIDEND_TAX_REGIMES`). So each account keeps, per
-stock, up to ``K`` lots (`EnvConfig.tax_lots`) in purchase order: shares, buy day (an index into
-the market's days) and the tax per share that would still be due if the lot were sold within a
-month or within a year of its purchase (dividends it received × the rates of their record dates).
+stock, up to ``K`` lots (`EnvConfig.tax_lots`) in purchase order: shares, the last days (day
+numbers) on which a sale still counts as held one month or less and one year or less, and the
+tax per share that would still be due if the lot were sold by then (dividends it received × the
+rates of their record dates).
 
 Static shapes: ``[..., S, K]`` always, so the batched, vmap and CUDA-graph steps keep working.
 Shares not in the ledger (holdings minus the lots' sum) are the oldest and owe nothing: a lot
@@ -45,9 +46,10 @@ class TaxDays(NamedTuple):
 
 class Lots(NamedTuple):
     shares: torch.Tensor     # [..., S, K]
-    day: torch.Tensor        # [..., S, K] long: market day of the purchase
-    due_month: torch.Tensor  # [..., S, K] tax per share due if sold within a month of the purchase
-    due_year: torch.Tensor   # [..., S, K] ... within a year
+    month_end: torch.Tensor  # [..., S, K] long: last day number of a sale within a month of the purchase
+    year_end: torch.Tensor   # [..., S, K] long: ... within a year (the lot leaves the ledger after it)
+    due_month: torch.Tensor  # [..., S, K] tax per share due on a sale by month_end
+    due_year: torch.Tensor   # [..., S, K] ... by year_end
 
 
 def _per_lot(x):
@@ -66,7 +68,8 @@ def receive_dividend(lots: Lots, holdings, whole, dividend, days: TaxDays, ex_da
     due_year = lots.due_year + per_share * _per_lot(days.due_within_year[ex_day])
     factor = torch.where(holdings > 0, whole / holdings.clamp(min=EMPTY), torch.zeros_like(holdings)).unsqueeze(-1)
     inverse = torch.where(factor > 0, 1.0 / factor.clamp(min=EMPTY), torch.zeros_like(factor))
-    return Lots(lots.shares * factor, lots.day, due_month * inverse, due_year * inverse), withheld
+    return lots._replace(shares=lots.shares * factor, due_month=due_month * inverse,
+                         due_year=due_year * inverse), withheld
 
 
 def sell_first_in_first_out(lots: Lots, holdings, sold, days: TaxDays, sale_day):
@@ -78,10 +81,8 @@ def sell_first_in_first_out(lots: Lots, holdings, sold, days: TaxDays, sale_day)
     before = torch.cumsum(lots.shares, dim=-1) - lots.shares
     taken = torch.minimum((from_lots.unsqueeze(-1) - before).clamp(min=0.0), lots.shares)
     today = _per_lot(days.day[sale_day])
-    within_month = today <= days.month_end[lots.day]
-    within_year = today <= days.year_end[lots.day]
-    due = torch.where(within_month, lots.due_month, torch.where(within_year, lots.due_year,
-                                                                  torch.zeros_like(lots.due_year)))
+    due = torch.where(today <= lots.month_end, lots.due_month,
+                      torch.where(today <= lots.year_end, lots.due_year, torch.zeros_like(lots.due_year)))
     tax = (taken * due).sum(-1)
     shares = lots.shares - taken
     # a position sold out leaves nothing behind (float dust of bonus-scaled lots)
@@ -91,44 +92,43 @@ def sell_first_in_first_out(lots: Lots, holdings, sold, days: TaxDays, sale_day)
 
 def record_purchases(lots: Lots, bought, days: TaxDays, buy_day):
     """Drop lots over a year old on ``buy_day`` (exempt for good), close the gaps, then append
-    today's purchase ``bought`` as the newest lot; with every slot taken, merge the adjacent pair
-    closest in buy date first, under the later date (see the module's docstring)."""
+    today's purchase ``bought`` as the newest lot; with every slot taken, merge an adjacent pair
+    first (see the module's docstring)."""
     count = lots.shares.shape[-1]
-    today = _per_lot(days.day[buy_day])
-    alive = (lots.shares > EMPTY) & (today <= days.year_end[lots.day])
+    alive = (lots.shares > EMPTY) & (_per_lot(days.day[buy_day]) <= lots.year_end)
     slot = torch.arange(count, device=lots.shares.device)
     # lots run oldest first and leave from the front only (sold first, or a year old first), so
     # the live ones are one run: shift it to slot 0
     first = torch.argmax(alive.to(torch.int8), dim=-1, keepdim=True)
     order = (slot + first).clamp(max=count - 1)
     keep = torch.gather(alive, -1, order) & (slot + first < count)
-    zero = torch.zeros_like(lots.shares)
-    shares = torch.where(keep, torch.gather(lots.shares, -1, order), zero)
-    day = torch.gather(lots.day, -1, order)
-    due_month = torch.where(keep, torch.gather(lots.due_month, -1, order), zero)
-    due_year = torch.where(keep, torch.gather(lots.due_year, -1, order), zero)
+    # (masks as multipliers: exact for finite values, and much cheaper than torch.where on CPU)
+    shares, month_end, year_end, due_month, due_year = (torch.gather(x, -1, order) * keep.to(x.dtype) for x in lots)
 
     # the purchase goes into the first free slot of a ledger one slot longer
     used = keep.sum(-1, keepdim=True)
-    wide = torch.arange(count + 1, device=lots.shares.device)
-    new = (wide == used) & (bought.unsqueeze(-1) > 0)
-    pad = lambda x: torch.cat([x, torch.zeros_like(x[..., :1])], dim=-1)  # noqa: E731
-    shares = torch.where(new, bought.unsqueeze(-1), pad(shares))
-    day = torch.where(new, torch.zeros_like(pad(day)) + _per_lot(buy_day), pad(day))
-    due_month, due_year = pad(due_month), pad(due_year)  # a new lot has received nothing yet
+    new = (torch.arange(count + 1, device=lots.shares.device) == used) & (bought.unsqueeze(-1) > 0)
+    pad = lambda x, value: torch.where(new, value, torch.cat([x, torch.zeros_like(x[..., :1])], dim=-1))  # noqa: E731
+    shares = pad(shares, bought.unsqueeze(-1))
+    month_end = pad(month_end, _per_lot(days.month_end[buy_day]))
+    year_end = pad(year_end, _per_lot(days.year_end[buy_day]))
+    due_month, due_year = pad(due_month, 0.0), pad(due_year, 0.0)  # a new lot has received nothing yet
 
-    # full (K + 1 lots): merge the adjacent pair closest in buy date among those that received the
-    # same dividends (bought between the same ex-days), else the closest; otherwise no merge
+    # full (K + 1 lots): merge the adjacent pair closest in date (the gap between their year ends)
+    # among those that received the same dividends (bought between the same ex-days), else the
+    # closest; otherwise "merge" beyond the end, i.e. not at all
     full = (shares > EMPTY).all(-1, keepdim=True)
-    numbers = days.day[day]
     unlike = (due_month[..., 1:] != due_month[..., :-1]) | (due_year[..., 1:] != due_year[..., :-1])
-    gaps = numbers[..., 1:] - numbers[..., :-1] + unlike.long() * UNLIKE_PENALTY
+    gaps = year_end[..., 1:] - year_end[..., :-1] + unlike.long() * UNLIKE_PENALTY
     at = torch.where(full, torch.argmin(gaps, dim=-1, keepdim=True), torch.full_like(used, count))
-    source = slot + (slot > at).long()
-    pick = lambda x: torch.gather(x, -1, source)  # noqa: E731
-    later = lambda x: torch.gather(x, -1, source + (slot == at).long())  # noqa: E731
-    merged = slot == at
-    shares_here, shares_next = pick(shares), later(shares)
-    total = torch.where(merged, shares_here + shares_next, shares_here)
-    larger = lambda x: torch.where(merged, torch.maximum(pick(x), later(x)), pick(x))  # noqa: E731
-    return Lots(total, torch.where(merged, later(day), pick(day)), larger(due_month), larger(due_year))
+    # slots before `at` keep their lot, slot `at` holds the merged pair, later slots the next lot
+    masks = {dtype: [(slot < at).to(dtype), (slot == at).to(dtype), (slot > at).to(dtype)]
+             for dtype in (shares.dtype, year_end.dtype)}
+
+    def merge(x, merged):
+        before, here, after = masks[x.dtype]
+        return x[..., :-1] * before + merged * here + x[..., 1:] * after
+    return Lots(merge(shares, shares[..., :-1] + shares[..., 1:]), merge(month_end, month_end[..., 1:]),
+                merge(year_end, year_end[..., 1:]),
+                merge(due_month, torch.maximum(due_month[..., :-1], due_month[..., 1:])),
+                merge(due_year, torch.maximum(due_year[..., :-1], due_year[..., 1:])))
