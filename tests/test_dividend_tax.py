@@ -320,3 +320,22 @@ def test_the_taxed_step_compiles_as_one_graph(dividend_market):
     assert taxed > 0
     for a, b in zip(compiled_env.account, eager_env.account):
         assert torch.equal(a, b)
+
+
+def test_bench_env_measures_the_tax_off_and_on(capsys):
+    """``bench env --dividend-tax off on``: one record per setting, in one run (the cost is their ratio)."""
+    import json
+
+    from finrl_tutorial import cli
+
+    code = cli.main(["bench", "env", "--env", "vec", "--num-envs", "4", "--seconds", "0.1",
+                     "--dividend-tax", "off", "on"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    records = [json.loads(line) for line in out.strip().splitlines()]
+    assert [r["dividend_tax"] for r in records] == [False, True]
+    assert all(r["env_steps_per_s"] > 0 for r in records)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["bench", "env", "--dividend-tax", "maybe"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and len(err.strip().splitlines()) == 1 and "--dividend-tax" in err
