@@ -84,8 +84,9 @@ class EnvConfig:
     lot, first in first out. Off: dividends are paid pre-tax (the env as before)."""
     tax_lots: int = 8
     """Purchase lots kept per stock for ``dividend_tax`` (older than a year they leave the ledger;
-    when all are taken the two closest in date merge under the later date, erring towards more
-    tax: `finrl_tutorial.envs.lots`)."""
+    when all are taken two adjacent lots merge, those that received the same dividends first,
+    under the later date and the larger tax per share: it errs towards more tax, never less;
+    `finrl_tutorial.envs.lots`). Each lot costs state and time: see the README for the cost."""
 
     def __post_init__(self):
         owner = "EnvConfig"
@@ -264,8 +265,9 @@ class MarketArrays(NamedTuple):
         return cls(market.open, market.close, market.pre_close, market.split_ratio, market.dividend,
                    market.volume, market.up_limit, market.down_limit, market.tradable, market.features,
                    as_float(fee_rates["stamp_buy"]), as_float(fee_rates["stamp_sell"]),
-                   as_float(fee_rates["transfer_value"]), as_float(fee_rates["transfer_per_share"]), as_float([lot.minimum for lot in lots]),
-                   as_float([lot.step for lot in lots]), fill_volume, buy_cap, tax_days)
+                   as_float(fee_rates["transfer_value"]), as_float(fee_rates["transfer_per_share"]),
+                   as_float([lot.minimum for lot in lots]), as_float([lot.step for lot in lots]), fill_volume, buy_cap,
+                   tax_days)
 
     @property
     def num_days(self) -> int:
