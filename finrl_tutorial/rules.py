@@ -522,8 +522,8 @@ DIVIDEND_TAX_REGIMES = (
 )
 """Rule: the differentiated individual dividend tax by record date, withheld first-in first-out
 (the shares bought first are sold first) at each lot's holding period. The holding period runs
-from the buy date to the day before the sale (持股期限: 取得之日至转让交割该股票之日前一日, 财税〔2012〕85号
-art. 4) in calendar months and years: bought 2017-01-08, sold 2017-02-08 is one month (20 %), sold
+from the buy date to the day before the sale (持股期限: 取得之日至转让交割该股票之日前一日, 财税〔2012〕85号)
+in calendar months and years: bought 2017-01-08, sold 2017-02-08 is one month (20 %), sold
 later is over a month; bought 2017-01-31, sold 2017-02-28 is one month (China Securities
 Depository and Clearing's answer, SSE and SZSE alike: 持股一个月是指从上月某日至本月同日的前一日连续持股;
 quoted at jisilu.cn/question/510141). Not modelled: the tax on bonus shares (at their ¥1 par)."""

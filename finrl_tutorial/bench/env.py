@@ -75,7 +75,8 @@ def measure_env(kind: str, market, num_envs: int, device="cpu", seconds: float =
             env_step(actions[counter[0] % 64])
         calls, elapsed = timed(step, seconds, sync=sync_for(env.device))
     return {"bench": "env", "env": kind, "mode": "cuda_graph" if cuda_graph else "eager", "num_envs": num_envs,
-            "stocks": stocks, "device": str(device), "dividend_tax": config.dividend_tax, "steps": calls, "seconds": round(elapsed, 4),
+            "stocks": stocks, "device": str(device), "dividend_tax": config.dividend_tax,
+            "steps": calls, "seconds": round(elapsed, 4),
             "env_steps_per_s": calls * num_envs / elapsed, **machine()}
 
 
