@@ -339,3 +339,36 @@ def test_bench_env_measures_the_tax_off_and_on(capsys):
         cli.main(["bench", "env", "--dividend-tax", "maybe"])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and len(err.strip().splitlines()) == 1 and "--dividend-tax" in err
+
+
+def test_worker_processes_resume_the_ledger(dividend_market):
+    """The same with rollout workers: their accounts, lots included, travel through a checkpoint
+    into fresh processes, and the next rollout is the uninterrupted one's."""
+    from finrl_tutorial.agents import ActorCritic, make_config
+    from finrl_tutorial.training import WorkerPool
+
+    torch.manual_seed(0)
+    config = make_config("ppo", num_envs=4, horizon_len=60, batch_size=60, total_steps=480)
+    env_config = EnvConfig(dividend_tax=True, tax_lots=3, episode_days=120)
+    agent = ActorCritic.from_config(VecStockTradingEnv(dividend_market, 1, env_config).observation_dim, 2, config,
+                                   env_config.action_mode)
+
+    def pool():
+        return WorkerPool(dividend_market, config, env_config, num_workers=2, seed=3, learner_threads=1)
+
+    with pool() as workers:
+        workers.reset(3)
+        for _ in range(2):
+            workers.collect(agent)
+        state = workers.state_dict()
+        going_on = workers.collect(agent).rewards.clone()
+        ended = workers.state_dict()["workers"]
+    assert any(np.asarray(w["env_account"]["lot_shares"]).any() for w in state["workers"])
+    with pool() as workers:
+        workers.load_state_dict(state)
+        again = workers.collect(agent).rewards.clone()
+        ended_again = workers.state_dict()["workers"]
+    assert torch.equal(going_on, again)
+    for a, b in zip(ended, ended_again):
+        for name in ("lot_shares", "lot_year_end", "lot_due_month", "cash"):
+            np.testing.assert_array_equal(a["env_account"][name], b["env_account"][name])
