@@ -494,6 +494,63 @@ def fill_prices(price, up_limit, down_limit, slippage: float, impact: float = 0.
     return torch.minimum(buy, up_limit), torch.maximum(sell, down_limit)
 
 
+class DividendTaxRegime(NamedTuple):
+    """The individual dividend tax on A-shares for dividends whose record date (股权登记日) is
+    on or after ``start``: the total rate by holding period at the sale (``within_month``: held
+    one month or less; ``within_year``: over a month, at most a year; ``beyond``: over a year),
+    and the part ``withheld`` when the dividend is paid (the rest is withheld at the sale)."""
+
+    start: str
+    within_month: float
+    within_year: float
+    beyond: float
+    withheld: float
+    source: str
+
+
+DIVIDEND_TAX_REGIMES = (
+    DividendTaxRegime("1994-01-01", 0.20, 0.20, 0.20, 0.20,
+                      "个人所得税法 (1994): dividends taxed at 20 %, withheld at payment"),
+    DividendTaxRegime("2005-06-13", 0.10, 0.10, 0.10, 0.10,
+                      "财税〔2005〕102号 (MoF/SAT 2005-06-13): half the dividend taxable, 10 % withheld at payment"),
+    DividendTaxRegime("2013-01-01", 0.20, 0.10, 0.05, 0.05,
+                      "财税〔2012〕85号 (MoF/SAT/CSRC 2012-11-16): 100 % / 50 % / 25 % of the dividend taxable at 20 %; "
+                      "5 % withheld at payment, the rest at the sale by the holding period"),
+    DividendTaxRegime("2015-09-08", 0.20, 0.10, 0.00, 0.00,
+                      "财税〔2015〕101号 (MoF/SAT/CSRC 2015-09-07): exempt beyond a year; nothing withheld at "
+                      "payment, 20 % / 10 % withheld at the sale"),
+)
+"""Rule: the differentiated individual dividend tax by record date, withheld first-in first-out
+(the shares bought first are sold first) at each lot's holding period. The holding period runs
+from the buy date to the day before the sale (持股期限: 取得之日至转让交割该股票之日前一日, 财税〔2012〕85号)
+in calendar months and years: bought 2017-01-08, sold 2017-02-08 is one month (20 %), sold
+later is over a month; bought 2017-01-31, sold 2017-02-28 is one month (China Securities
+Depository and Clearing's answer, SSE and SZSE alike: 持股一个月是指从上月某日至本月同日的前一日连续持股;
+quoted at jisilu.cn/question/510141). Not modelled: the tax on bonus shares (at their ¥1 par)."""
+
+
+def dividend_tax_rates(record_dates) -> dict[str, np.ndarray]:
+    """Per record date: the rate ``withheld`` at payment and the rates still ``due_within_month``
+    / ``due_within_year`` at a sale that far from the lot's purchase (`DIVIDEND_TAX_REGIMES`;
+    beyond a year nothing more is due)."""
+    record_dates = pd.DatetimeIndex(record_dates)
+    index = np.searchsorted(pd.DatetimeIndex([r.start for r in DIVIDEND_TAX_REGIMES]).values,
+                            record_dates.values, side="right") - 1
+    table = np.array([(r.withheld, r.within_month - r.withheld, r.within_year - r.withheld)
+                      for r in DIVIDEND_TAX_REGIMES])[np.clip(index, 0, None)]
+    return {"withheld": table[:, 0], "due_within_month": table[:, 1], "due_within_year": table[:, 2]}
+
+
+def holding_period_ends(dates) -> dict[str, np.ndarray]:
+    """For lots bought on ``dates``: the last sale date (as a day number, `numpy` days since
+    1970-01-01) that still counts as held one month or less, and one year or less (calendar
+    months, month ends clamped: bought 01-31, a month ends 02-28), with each date's own day number."""
+    dates = pd.DatetimeIndex(dates).normalize()
+    day_number = lambda d: d.values.astype("datetime64[D]").astype(np.int64)  # noqa: E731
+    return {"day": day_number(dates), "month_end": day_number(dates + pd.DateOffset(months=1)),
+            "year_end": day_number(dates + pd.DateOffset(years=1))}
+
+
 def apply_corporate_action(cash, holdings, ratio, reference_price, dividend=None):
     """Holdings follow a corporate action on its ex-day: each share held pays ``dividend`` yuan in
     cash (pre-tax; the pay date is taken to be the ex-day), then shares × ``ratio`` (bonus and
@@ -501,12 +558,9 @@ def apply_corporate_action(cash, holdings, ratio, reference_price, dividend=None
     reference price. Wealth is unchanged at the reference: ``ratio × reference + dividend`` is
     the previous close.
 
-    Not modelled: the dividend tax on individuals, which depends on each lot's holding period
-    and is settled when the shares are sold (the env keeps no per-lot purchase dates). From
-    2015-09-08 (财税〔2015〕101号, MoF/SAT/CSRC 2015-09-07; Reuters 2015-09-07): 20 % for shares held
-    up to one month, 10 % for one month to one year, none beyond; from 2013-01-01 to 2015-09-07
-    (财税〔2012〕85号): 20 % / 10 % / 5 %. The env pays the pre-tax amount, which overpays a holder of
-    under a year by at most 20 % of the dividend (and nothing for a holder of over a year).
+    The individual dividend tax, which depends on each lot's holding period and is mostly
+    settled when the shares are sold, is `DIVIDEND_TAX_REGIMES` (`EnvConfig.dividend_tax`; the
+    env's per-lot ledger is `finrl_tutorial.envs.lots`): this function pays the pre-tax amount.
     """
     if dividend is not None:
         cash = cash + (holdings * dividend).sum(-1)
@@ -519,7 +573,7 @@ def apply_corporate_action(cash, holdings, ratio, reference_price, dividend=None
 def execute_orders(cash, holdings, sellable, wanted, price, can_buy, can_sell,
                    fees: FeeSchedule, rates: DayRates, *, lot_minimum=LOT_SIZE, lot_step=LOT_SIZE,
                    max_shares=None, buy_price=None, sell_price=None, cash_margin: float = 1e-5,
-                   max_buy_shares=None):
+                   max_buy_shares=None, sale_tax=None):
     """Fill one day's orders: sells first, then buys scaled down to fit cash, in board lots.
 
     ``wanted`` is the signed number of shares asked for per stock: negative sells, positive
@@ -531,7 +585,9 @@ def execute_orders(cash, holdings, sellable, wanted, price, can_buy, can_sell,
     default ``price``). If cash (after sells) cannot pay for all buys including fees, every buy
     is scaled by the same factor and rounded down to its lot rule, which keeps cash ≥ 0 even
     with the ¥5 minimum commission and fees rounded to the fen. A sell worth less than its own
-    fees is not placed. No short selling.
+    fees is not placed. No short selling. ``sale_tax`` (a function of the shares sold per stock,
+    returning yuan per account) is withheld from the sales' cash before the buys are sized: the
+    dividend tax of `DIVIDEND_TAX_REGIMES`.
 
     Returns ``cash, holdings, bought_shares, fee_paid, traded_value``.
     """
@@ -557,6 +613,8 @@ def execute_orders(cash, holdings, sellable, wanted, price, can_buy, can_sell,
     sell_value = sell_qty * sell_price
     sell_fee = torch.where(sell_qty > 0, sell_fee, zero)
     cash = cash + (sell_value - sell_fee).sum(-1)
+    if sale_tax is not None:
+        cash = cash - sale_tax(sell_qty)
     holdings = holdings - sell_qty
 
     buy_wanted = torch.where(can_buy, wanted.clamp(min=0.0), zero)

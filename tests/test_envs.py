@@ -182,12 +182,14 @@ def test_config_validation():
 
 # --- equivalence of the three envs ----------------------------------------------------------------
 
-@pytest.mark.parametrize("action_mode", ["shares", "weights"])
-@pytest.mark.parametrize("execution", ["open", "close"])
-def test_single_vec_vmap_agree(sse15, execution, action_mode):
+@pytest.mark.parametrize("execution, action_mode, dividend_tax", [
+    ("open", "shares", False), ("open", "weights", False), ("close", "shares", False), ("close", "weights", False),
+    ("open", "weights", True), ("close", "shares", True)])
+def test_single_vec_vmap_agree(sse15, execution, action_mode, dividend_tax):
     full = sse15.full
     start, steps, row = _day(full, "2017-03-31"), 260, 5   # crosses suspensions and ex-rights days
-    config = EnvConfig(random_start=False, episode_days=None, execution=execution, action_mode=action_mode)
+    config = EnvConfig(random_start=False, episode_days=None, execution=execution, action_mode=action_mode,
+                       dividend_tax=dividend_tax, tax_lots=4)
     generator = torch.Generator().manual_seed(11)
     actions = _random_actions(generator, (steps, 64, 15))
 
@@ -202,7 +204,7 @@ def test_single_vec_vmap_agree(sse15, execution, action_mode):
     }
     for env in batched.values():
         env.reset()
-    traded_any = 0.0
+    traded_any = taxed_any = 0.0
     for step in range(steps):
         obs, reward, terminated, truncated, info = single.step(actions[step, row].numpy())
         assert not terminated and not truncated
@@ -216,13 +218,16 @@ def test_single_vec_vmap_agree(sse15, execution, action_mode):
             assert torch.equal(env.account.holdings[i], single.account.holdings), ctx
             assert float(b_reward[i]) == pytest.approx(reward, rel=1e-9, abs=1e-9), ctx
             assert float(b_info["fee"][i]) == pytest.approx(info["fee"], rel=1e-12, abs=1e-9), ctx
+            assert float(b_info["dividend_tax"][i]) == pytest.approx(info["dividend_tax"], rel=1e-12, abs=1e-9), ctx
+            taxed_any += float(b_info["dividend_tax"].sum()) if name == "vec64" else 0.0
             assert float(b_info["wealth"][i]) == pytest.approx(info["wealth"], rel=1e-12), ctx
             np.testing.assert_allclose(b_obs[i].numpy().astype(np.float32), obs, rtol=1e-5, atol=1e-6)
             assert not bool(b_term[i]) and not bool(b_trunc[i])
-    assert traded_any > 0
+    assert traded_any > 0 and (taxed_any > 0) == dividend_tax
     # the vec and the vmap env agree on every row, not just the one compared with the single env
     torch.testing.assert_close(batched["vec64"].account.cash, batched["vmap64"].account.cash, rtol=1e-12, atol=1e-6)
     assert torch.equal(batched["vec64"].account.holdings, batched["vmap64"].account.holdings)
+    assert torch.equal(batched["vec64"].account.lot_year_end, batched["vmap64"].account.lot_year_end)
 
 
 # --- invariants -------------------------------------------------------------------------------------

@@ -22,17 +22,20 @@ def add_arguments(kinds) -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--seconds", type=positive_seconds, default=3.0, help="time per measurement (> 0)")
     parser.add_argument("--threads", type=positive_int, default=1)
+    parser.add_argument("--dividend-tax", nargs="+", choices=("off", "on"), default=None,
+                        help="measure with EnvConfig.dividend_tax off and/or on (default: the EnvConfig default)")
 
 
 def measure_env(kind: str, market, num_envs: int, device="cpu", seconds: float = 3.0,
-                cuda_graph: bool = False) -> dict:
+                cuda_graph: bool = False, config: EnvConfig | None = None) -> dict:
     """One throughput record for ``kind`` with ``num_envs`` sub-envs; ``cuda_graph`` replays the
-    batched (``vec``) step from a captured CUDA graph (`finrl_tutorial.envs.graph`)."""
+    batched (``vec``) step from a captured CUDA graph (`finrl_tutorial.envs.graph`); ``config``
+    the env's settings (default `EnvConfig()`)."""
     check_choice("measure_env", "kind", kind, ENV_KINDS)
     check_int("measure_env", "num_envs", num_envs, minimum=1)
     check_real("measure_env", "seconds", seconds, low=0, low_open=True)
     require_device(device)
-    config = EnvConfig()
+    config = EnvConfig() if config is None else config
     stocks = market.num_stocks
     if kind == "single":
         env = StockTradingEnv(market, config, dtype=torch.float32)
@@ -72,12 +75,16 @@ def measure_env(kind: str, market, num_envs: int, device="cpu", seconds: float =
             env_step(actions[counter[0] % 64])
         calls, elapsed = timed(step, seconds, sync=sync_for(env.device))
     return {"bench": "env", "env": kind, "mode": "cuda_graph" if cuda_graph else "eager", "num_envs": num_envs,
-            "stocks": stocks, "device": str(device), "steps": calls, "seconds": round(elapsed, 4),
+            "stocks": stocks, "device": str(device), "dividend_tax": config.dividend_tax,
+            "steps": calls, "seconds": round(elapsed, 4),
             "env_steps_per_s": calls * num_envs / elapsed, **machine()}
 
 
 def run(args):
     market = market_with_stocks(load_market().train, args.stocks)
+    configs = [EnvConfig()] if args.dividend_tax is None else [EnvConfig(dividend_tax=t == "on")
+                                                               for t in args.dividend_tax]
     for kind in args.env:
         for num_envs in args.num_envs:
-            yield measure_env(kind, market, num_envs, args.device, args.seconds)
+            for config in configs:
+                yield measure_env(kind, market, num_envs, args.device, args.seconds, config=config)

@@ -25,6 +25,7 @@ import torch
 
 from .. import rules
 from ..data.market import MarketData
+from .lots import Lots, TaxDays, receive_dividend, record_purchases, sell_first_in_first_out
 from ..errors import (ConfigError, DataWarning, InputError, check_bool, check_choice, check_int, check_positive,
                       check_real, strict_fields)
 
@@ -75,6 +76,17 @@ class EnvConfig:
     orders are priced. Off by default: ``slippage`` is an average cost, and the average price of an
     order filled in parts lies between ticks; on, every trade with slippage pays at least one tick
     (6.9 bp on a ¥14.5 stock instead of 5 bp), which the README sizes."""
+    dividend_tax: bool = False
+    """Withhold the individual dividend tax, China's differentiated rates by holding period
+    (`rules.DIVIDEND_TAX_REGIMES`: 财税〔2015〕101号 from 2015-09-08, 20 % / 10 % / 0 for lots held up
+    to a month / a year / longer; 财税〔2012〕85号 from 2013-01-01, 20 / 10 / 5 %; flat rates withheld
+    at payment before): at payment where the regime says so, the rest from the sale's cash, lot by
+    lot, first in first out. Off: dividends are paid pre-tax (the env as before)."""
+    tax_lots: int = 8
+    """Purchase lots kept per stock for ``dividend_tax`` (older than a year they leave the ledger;
+    when all are taken two adjacent lots merge, those that received the same dividends first,
+    under the later date and the larger tax per share: it errs towards more tax, never less;
+    `finrl_tutorial.envs.lots`). Each lot costs state and time: see the README for the cost."""
 
     def __post_init__(self):
         owner = "EnvConfig"
@@ -94,6 +106,13 @@ class EnvConfig:
         check_real(owner, "open_auction_share", self.open_auction_share, low=0, high=1, low_open=True)
         if not isinstance(self.fill_on_tick, bool):
             raise ConfigError(f"{owner}.fill_on_tick must be True or False, got {self.fill_on_tick!r}")
+        check_bool(owner, "dividend_tax", self.dividend_tax)
+        check_int(owner, "tax_lots", self.tax_lots, minimum=1)
+
+    @property
+    def ledger_size(self) -> int:
+        """Purchase lots per stock in the account's state (0 without the dividend tax)."""
+        return self.tax_lots if self.dividend_tax else 0
 
 
 def _check_fees(owner: str, fees) -> None:
@@ -184,6 +203,15 @@ class Account(NamedTuple):
     start_day: torch.Tensor   # [...] long: the episode's first day
     bought: torch.Tensor      # [..., S] shares bought at the last fill (T+1 lock)
     bought_day: torch.Tensor  # [...] long: the day of that fill
+    lot_shares: torch.Tensor     # [..., S, K] purchase lots for the dividend tax (K = 0 without it;
+    lot_month_end: torch.Tensor  # [..., S, K] long   see `finrl_tutorial.envs.lots`)
+    lot_year_end: torch.Tensor   # [..., S, K] long
+    lot_due_month: torch.Tensor  # [..., S, K]
+    lot_due_year: torch.Tensor   # [..., S, K]
+
+    @property
+    def lots(self) -> Lots:
+        return Lots(self.lot_shares, self.lot_month_end, self.lot_year_end, self.lot_due_month, self.lot_due_year)
 
 
 class MarketArrays(NamedTuple):
@@ -208,6 +236,7 @@ class MarketArrays(NamedTuple):
     lot_step: torch.Tensor            # [S]
     fill_volume: torch.Tensor         # [D, S] volume where orders fill (the open's auction, or the day)
     buy_cap: torch.Tensor             # [D, S] most shares one account may buy that day (ST cap; inf)
+    tax_days: TaxDays                 # [D] each: holding-period ends and dividend tax rates
 
     @classmethod
     def from_market(cls, market: MarketData, fees: rules.FeeSchedule,
@@ -215,7 +244,7 @@ class MarketArrays(NamedTuple):
         config = config or EnvConfig()
         if not market.close.is_floating_point():
             raise InputError(f"the env's dtype must be a floating-point torch dtype, got {market.close.dtype}")
-        rates = fees.day_rates(market.dates, market.tickers)
+        fee_rates = fees.day_rates(market.dates, market.tickers)
         as_float = lambda a: torch.as_tensor(a, dtype=market.close.dtype, device=market.device)  # noqa: E731
         lots = [rules.lot_rule(t) for t in market.tickers]
         if config.execution == "open":
@@ -225,11 +254,20 @@ class MarketArrays(NamedTuple):
             fill_volume = market.volume
         buy_cap = torch.where(market.is_st, torch.full_like(market.close, rules.ST_DAILY_BUY_CAP),
                               torch.full_like(market.close, float("inf")))
+        dates = pd.DatetimeIndex(market.dates)
+        ends = rules.holding_period_ends(dates)
+        # an ex-day's record date (股权登记日) is the trading day before it
+        rates = rules.dividend_tax_rates(dates[np.maximum(np.arange(len(dates)) - 1, 0)])
+        as_long = lambda a: torch.as_tensor(a, dtype=torch.long, device=market.device)  # noqa: E731
+        tax_days = TaxDays(as_long(ends["day"]), as_long(ends["month_end"]), as_long(ends["year_end"]),
+                           as_float(rates["withheld"]), as_float(rates["due_within_month"]),
+                           as_float(rates["due_within_year"]))
         return cls(market.open, market.close, market.pre_close, market.split_ratio, market.dividend,
                    market.volume, market.up_limit, market.down_limit, market.tradable, market.features,
-                   as_float(rates["stamp_buy"]), as_float(rates["stamp_sell"]), as_float(rates["transfer_value"]),
-                   as_float(rates["transfer_per_share"]), as_float([lot.minimum for lot in lots]),
-                   as_float([lot.step for lot in lots]), fill_volume, buy_cap)
+                   as_float(fee_rates["stamp_buy"]), as_float(fee_rates["stamp_sell"]),
+                   as_float(fee_rates["transfer_value"]), as_float(fee_rates["transfer_per_share"]),
+                   as_float([lot.minimum for lot in lots]), as_float([lot.step for lot in lots]), fill_volume, buy_cap,
+                   tax_days)
 
     @property
     def num_days(self) -> int:
@@ -256,8 +294,10 @@ def initial_account(start_day: torch.Tensor, num_stocks: int, config: EnvConfig,
     """All cash, no holdings, at ``start_day`` (any leading shape)."""
     cash = torch.full(start_day.shape, config.initial_cash, dtype=dtype, device=start_day.device)
     holdings = torch.zeros(start_day.shape + (num_stocks,), dtype=dtype, device=start_day.device)
+    lots = torch.zeros(start_day.shape + (num_stocks, config.ledger_size), dtype=dtype, device=start_day.device)
     return Account(cash, holdings, cash.clone(), start_day.clone(), start_day.clone(), holdings.clone(),
-                   torch.full_like(start_day, -1))
+                   torch.full_like(start_day, -1), lots, torch.zeros_like(lots, dtype=torch.long),
+                   torch.zeros_like(lots, dtype=torch.long), lots.clone(), lots.clone())
 
 
 def observe(account: Account, market: MarketArrays) -> torch.Tensor:
@@ -290,7 +330,9 @@ def wanted_shares(action, account: Account, price, config: EnvConfig):
 
 def step_account(account: Account, action: torch.Tensor, market: MarketArrays, config: EnvConfig):
     """Advance one trading day. Returns ``account, reward, terminated, truncated, fee, traded,
-    dividend`` (``dividend``: cash dividends received, yuan).
+    dividend, dividend_tax`` (``dividend``: cash dividends received, pre-tax, yuan;
+    ``dividend_tax``: the dividend tax withheld on the step, at payment or at a sale, with
+    `EnvConfig.dividend_tax`, else 0).
 
     Order of events in ``execution="open"`` mode: the corporate action effective on day t+1
     (cash dividend paid, bonus shares added) adjusts the account, orders fill at t+1's open under
@@ -300,10 +342,21 @@ def step_account(account: Account, action: torch.Tensor, market: MarketArrays, c
     """
     next_day = account.day + 1
     cash, holdings = account.cash, account.holdings
+    taxed = config.dividend_tax
+    lots, tax_paid = account.lots, torch.zeros_like(cash)
+
+    def corporate_action(cash, holdings, lots, tax_paid):
+        dividend = market.dividend[next_day]
+        paid = (holdings * dividend).sum(-1)
+        cash, whole = rules.apply_corporate_action(cash, holdings, market.split_ratio[next_day],
+                                                   market.pre_close[next_day], dividend)
+        if taxed:
+            lots, withheld = receive_dividend(lots, holdings, whole, dividend, market.tax_days, next_day)
+            cash, tax_paid = cash - withheld, tax_paid + withheld
+        return cash, whole, lots, tax_paid, paid
+
     if config.execution == "open":
-        dividend_paid = (holdings * market.dividend[next_day]).sum(-1)
-        cash, holdings = rules.apply_corporate_action(cash, holdings, market.split_ratio[next_day],
-                                                      market.pre_close[next_day], market.dividend[next_day])
+        cash, holdings, lots, tax_paid, dividend_paid = corporate_action(cash, holdings, lots, tax_paid)
         fill_day = next_day
         price = market.open[fill_day]
     else:
@@ -319,14 +372,23 @@ def step_account(account: Account, action: torch.Tensor, market: MarketArrays, c
     participation = torch.minimum(wanted.abs(), max_shares) / volume.clamp(min=1.0)
     buy_price, sell_price = rules.fill_prices(price, up_limit, down_limit, config.slippage, config.impact,
                                               participation, on_tick=config.fill_on_tick)
+    sale = {}
+
+    def tax_on_sale(sold):  # called by execute_orders between the sells and the buys
+        sale["lots"], tax = sell_first_in_first_out(lots, holdings, sold, market.tax_days, fill_day)
+        sale["tax"] = tax.sum(-1)
+        return sale["tax"]
+
     cash, holdings, bought, fee, traded = rules.execute_orders(
         cash, holdings, sellable, wanted, price, can_buy, can_sell, config.fees, market.rates_on(fill_day),
         lot_minimum=market.lot_minimum, lot_step=market.lot_step, max_shares=max_shares,
-        buy_price=buy_price, sell_price=sell_price, max_buy_shares=market.buy_cap[fill_day])
+        buy_price=buy_price, sell_price=sell_price, max_buy_shares=market.buy_cap[fill_day],
+        sale_tax=tax_on_sale if taxed else None)
+    if taxed:
+        lots = record_purchases(sale["lots"], bought, market.tax_days, fill_day)
+        tax_paid = tax_paid + sale["tax"]
     if config.execution == "close":
-        dividend_paid = (holdings * market.dividend[next_day]).sum(-1)
-        cash, holdings = rules.apply_corporate_action(cash, holdings, market.split_ratio[next_day],
-                                                      market.pre_close[next_day], market.dividend[next_day])
+        cash, holdings, lots, tax_paid, dividend_paid = corporate_action(cash, holdings, lots, tax_paid)
     wealth = cash + (holdings * market.close[next_day]).sum(-1)
     reward = (wealth - account.wealth) * (config.reward_scale / config.initial_cash)
     terminated = wealth < config.ruin_fraction * config.initial_cash
@@ -335,8 +397,8 @@ def step_account(account: Account, action: torch.Tensor, market: MarketArrays, c
         truncated = truncated | (next_day - account.start_day >= config.episode_days)
     truncated = truncated & ~terminated
     new_account = Account(cash, holdings, wealth, next_day, account.start_day, bought,
-                          torch.full_like(account.bought_day, 0) + fill_day)
-    return new_account, reward, terminated, truncated, fee, traded, dividend_paid
+                          torch.full_like(account.bought_day, 0) + fill_day, *lots)
+    return new_account, reward, terminated, truncated, fee, traded, dividend_paid, tax_paid
 
 
 def _int64(constant: int) -> int:

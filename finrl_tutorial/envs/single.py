@@ -18,7 +18,7 @@ class StockTradingEnv(gym.Env):
     Uses the same step function and rules as the batched envs (see `finrl_tutorial.envs.core`).
     ``terminated`` means ruin; ``truncated`` means the episode length (``episode_days``) or the data's end was reached.
     ``info`` has ``wealth``, ``fee``, ``traded_value``, ``dividend`` (cash dividends received on
-    the step), ``day`` and ``date``.
+    the step, pre-tax), ``dividend_tax`` (withheld on the step, `EnvConfig.dividend_tax`), ``day`` and ``date``.
     """
 
     metadata = {"render_modes": []}
@@ -72,7 +72,8 @@ class StockTradingEnv(gym.Env):
             raise InputError(f"action has non-finite value(s) {values[bad[:3]].tolist()} for stock(s) "
                              f"{[self.market.tickers[i] for i in bad[:3]]}: a NaN would poison the account")
         action = torch.as_tensor(values, dtype=self.dtype)
-        self.account, reward, terminated, truncated, fee, traded, dividend = step_account(
+        self.account, reward, terminated, truncated, fee, traded, dividend, tax = step_account(
             self.account, action, self.arrays, self.config)
-        info = self._info(fee=float(fee), traded_value=float(traded), dividend=float(dividend))
+        info = self._info(fee=float(fee), traded_value=float(traded), dividend=float(dividend),
+                          dividend_tax=float(tax))
         return self._obs(), float(reward), bool(terminated), bool(truncated), info

@@ -31,8 +31,8 @@ class VecStockTradingEnv(VectorEnv):
     observation, ``info["final_obs"]`` holds the observation the finished episode ended on and
     ``info["final_info"]`` its step info, where ``info["_final_obs"]``/``info["_final_info"]``
     (= ``terminated | truncated``) are True. ``info`` also has, for every env, the step just
-    taken: ``wealth`` (before any reset), ``fee``, ``traded_value`` and ``dividend`` (cash
-    dividends received).
+    taken: ``wealth`` (before any reset), ``fee``, ``traded_value``, ``dividend`` (cash
+    dividends received, pre-tax) and ``dividend_tax`` (withheld on the step).
 
     Gymnasium rules relaxed, as gymnasium's torch wrappers (``NumpyToTorch``) relax them:
     observations, rewards, flags and info values are torch tensors on the env's device, not
@@ -131,7 +131,7 @@ class VecStockTradingEnv(VectorEnv):
             env, stock = torch.nonzero(~torch.isfinite(action))[0].tolist()
             raise InputError(f"non-finite action {float(action[env, stock])} for env {env}, stock "
                              f"{self.market.tickers[stock]}: a NaN would poison the account")
-        stepped, reward, terminated, truncated, fee, traded, dividend = self._step_accounts(action)
+        stepped, reward, terminated, truncated, fee, traded, dividend, tax = self._step_accounts(action)
         final_obs = observe(stepped, self.arrays)
         done = terminated | truncated
         fresh = self._fresh_accounts()
@@ -140,7 +140,8 @@ class VecStockTradingEnv(VectorEnv):
         for target, new, old in zip(self.account, fresh, stepped):
             target.copy_(torch.where(done.view(-1, *([1] * (new.dim() - 1))), new, old))
         obs = torch.where(done.unsqueeze(-1), observe(self.account, self.arrays), final_obs)
-        step_info = {"wealth": stepped.wealth, "fee": fee, "traded_value": traded, "dividend": dividend}
+        step_info = {"wealth": stepped.wealth, "fee": fee, "traded_value": traded, "dividend": dividend,
+                     "dividend_tax": tax}
         info = {**step_info, "final_obs": final_obs, "_final_obs": done, "final_info": step_info,
                 "_final_info": done}
         return obs, reward, terminated, truncated, info
