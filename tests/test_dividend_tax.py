@@ -17,6 +17,7 @@ from finrl_tutorial import rules
 from finrl_tutorial.agents.collect import EnvCollector
 from finrl_tutorial.data import prepare_market
 from finrl_tutorial.envs import EnvConfig, StockTradingEnv, VecStockTradingEnv, VmapStockTradingEnv
+from finrl_tutorial.errors import ConfigError
 
 F64 = torch.float64
 TAXED = EnvConfig(episode_days=None, random_start=False, action_mode="shares", dividend_tax=True)
@@ -299,6 +300,9 @@ def test_resume_continues_the_ledger_exactly(dividend_market):
         assert torch.equal(a, b)
     for a, b in zip(first.env.account, resumed.env.account):
         assert torch.equal(a, b)
+    older = dict(state, env_account={k: v for k, v in state["env_account"].items() if not k.startswith("lot_")})
+    with pytest.raises(ConfigError, match="lacks lot_shares.*older version"):
+        collector().load_state_dict(older)  # a checkpoint written before the ledger: one line, not a KeyError
 
 
 def test_the_taxed_step_compiles_as_one_graph(dividend_market):

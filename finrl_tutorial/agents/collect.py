@@ -17,6 +17,7 @@ from typing import Callable, ContextManager, Protocol, runtime_checkable
 import torch
 from torch import nn
 
+from ..envs import Account
 from ..errors import ConfigError
 
 
@@ -66,6 +67,15 @@ class Collector(Protocol):
         """Release what the collector holds (processes, shared memory). Idempotent."""
 
 
+def check_saved_account(saved: dict) -> None:
+    """A checkpoint's env accounts hold every field an `Account` has now (an older version's lack
+    the dividend-tax ledger): anything else is refused in one line, not as a KeyError."""
+    missing = [name for name in Account._fields if name not in saved]
+    if missing:
+        raise ConfigError(f"the checkpoint's env state lacks {', '.join(missing)} (written by an older version): "
+                          "start the run again with --overwrite")
+
+
 class EnvCollector:
     """The in-process `Collector`: one batched env (`finrl_tutorial.envs.VecStockTradingEnv`)
     stepped by ``step_rollout`` (PPO's `collect_rollout`: ``(env, agent, rollout, obs) -> obs``)
@@ -107,6 +117,7 @@ class EnvCollector:
             written_by = f"{len(state['workers'])} rollout workers" if "workers" in state else "an older version"
             raise ConfigError(f"the checkpoint holds no state of an in-process env (it was written by {written_by}): "
                               "resume with the --workers it was started with")
+        check_saved_account(state["env_account"])
         if self.obs is None:
             self.reset()
         # copied into the env's own tensors: their addresses stay fixed (CUDA graphs replay them)

@@ -56,6 +56,7 @@ import torch
 import torch.multiprocessing as mp
 
 from ..agents import ActorCritic, PPOConfig, Rollout, collect_rollout
+from ..agents.collect import check_saved_account
 from ..data.market import MarketData
 from ..envs import EnvConfig, VecStockTradingEnv, shard_start_windows
 from ..envs.core import observation_size
@@ -377,6 +378,8 @@ class WorkerPool:
             raise InputError(f"the checkpoint was written by {len(workers)} rollout workers with {counts} envs, "
                              f"this pool has {self.num_workers} with {self.env_counts}: resume with the --workers "
                              "and --num-envs it was started with")
+        for worker in workers:
+            check_saved_account(worker["env_account"])
         for k, worker in enumerate(workers):
             self._send(k, ("load", {"obs": worker["obs"].cpu().numpy(), "rng_env": worker["rng_env"].cpu().numpy(),
                                     "rng_torch": worker["rng_torch"].cpu().numpy(),
