@@ -376,3 +376,18 @@ def test_worker_processes_resume_the_ledger(dividend_market):
     for a, b in zip(ended, ended_again):
         for name in ("lot_shares", "lot_year_end", "lot_due_month", "cash"):
             np.testing.assert_array_equal(a["env_account"][name], b["env_account"][name])
+
+
+def test_the_backtest_records_the_tax_withheld(dividend_market):
+    """`run_policy`'s record carries the tax of each day: zero with the option off, and with it on
+    the withheld total of a policy that buys and sells around the ex-days, no more than 20 % of its
+    dividends."""
+    from finrl_tutorial.backtest.runner import run_policy
+
+    flip = iter(range(10**6))
+    policy = lambda obs: torch.full((1, 2), 0.3 if next(flip) % 20 < 10 else -0.3, dtype=obs.dtype)  # noqa: E731
+    taxed = run_policy(policy, dividend_market, TAXED)
+    flip = iter(range(10**6))
+    untaxed = run_policy(policy, dividend_market, replace(TAXED, dividend_tax=False))
+    assert (untaxed.dividend_tax == 0).all() and taxed.dividend_tax.index.equals(taxed.wealth.index)
+    assert 0 < taxed.dividend_tax.sum() <= 0.2 * taxed.dividends.sum() + 1e-6

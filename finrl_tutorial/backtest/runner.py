@@ -40,6 +40,8 @@ class EpisodeRecord:
     """Cash dividends received on each day (pre-tax; None for an index)."""
     weights: pd.DataFrame | None = None
     """Each stock's share of wealth at each close (columns: tickers); cash is the rest."""
+    dividend_tax: pd.Series | None = None
+    """Dividend tax withheld on each day's sales (0 unless ``EnvConfig.dividend_tax``; None for an index)."""
 
     def metrics(self) -> dict:
         return performance_summary(self.wealth, traded_value=self.traded_value, fees=self.fees)
@@ -54,7 +56,7 @@ def run_policy(policy: Policy, market: MarketData, env_config: EnvConfig | None 
                      ruin_fraction=0.0)
     env = VecStockTradingEnv(market, 1, config, device=device, dtype=dtype)
     obs, _ = env.reset()
-    wealth, fees, traded, dividends = [config.initial_cash], [0.0], [0.0], [0.0]
+    wealth, fees, traded, dividends, taxes = [config.initial_cash], [0.0], [0.0], [0.0], [0.0]
     weights = [torch.zeros(market.num_stocks, dtype=dtype)]
     per_stock = (env.observation_dim - 1) // market.num_stocks  # observation: cash share, then one block per stock
     for _ in range(market.num_days - 1):
@@ -63,13 +65,15 @@ def run_policy(policy: Policy, market: MarketData, env_config: EnvConfig | None 
         fees.append(float(info["fee"][0]))
         traded.append(float(info["traded_value"][0]))
         dividends.append(float(info["dividend"][0]))
+        taxes.append(float(info["dividend_tax"][0]))
         # the stepped account's observation (before the reset at the end): each block starts with the weight
         weights.append(info["final_obs"][0, 1:].reshape(market.num_stocks, per_stock)[:, 0].cpu())
     index = pd.DatetimeIndex(market.dates, name="date")
     return EpisodeRecord(pd.Series(wealth, index=index, name="wealth"), pd.Series(fees, index=index, name="fees"),
                          pd.Series(traded, index=index, name="traded_value"),
                          pd.Series(dividends, index=index, name="dividends"),
-                         pd.DataFrame(torch.stack(weights).numpy(), index=index, columns=list(market.tickers)))
+                         pd.DataFrame(torch.stack(weights).numpy(), index=index, columns=list(market.tickers)),
+                         pd.Series(taxes, index=index, name="dividend_tax"))
 
 
 def agent_policy(agent) -> Policy:
