@@ -113,7 +113,7 @@ def strict_fields(cls):
     init = cls.__init__
 
     @functools.wraps(init)
-    def __init__(self, *args, **kwargs):
+    def __init__(self, /, *args, **kwargs):  # positional-only: a field called "self" is unknown, not a clash
         names = [f.name for f in dataclasses.fields(cls) if f.init]
         unknown = sorted(set(kwargs) - set(names))
         if unknown:

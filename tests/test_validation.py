@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from finrl_tutorial.bench.common import positive_int, positive_seconds
@@ -61,6 +61,7 @@ def test_env_config_takes_a_value_or_raises_a_config_error(name, value):
 
 @FAST
 @given(st.text(min_size=1, max_size=12).filter(lambda n: n.isidentifier() and n not in EnvConfig.__dataclass_fields__))
+@example("self")  # the constructor's own first argument: once a bare TypeError
 def test_an_unknown_env_config_field_is_a_config_error(name):
     with pytest.raises(ConfigError, match="has no field"):
         EnvConfig(**{name: 1})

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from ..errors import InputError
+from ..errors import InputError, show_data_warnings_in_one_line
 from ..provenance import fast_mode
 from . import report, scale, sweep
 from . import teaching  # chapters 1-3: like-with-like comparisons, Holm, distance from the untrained agent
@@ -42,8 +42,10 @@ FAST = fast_mode()
 
 def setup_chapter(threads: int = 1) -> None:
     """One torch thread (on a small CPU a second thread slows small networks down), plots inline,
-    and no ipywidgets warning from tqdm."""
+    data warnings on one line (as the command line shows them, without the package's file
+    paths), and no ipywidgets warning from tqdm."""
     torch.set_num_threads(threads)
+    show_data_warnings_in_one_line()
     warnings.filterwarnings("ignore", message="IProgress not found")
     try:
         from IPython import get_ipython  # optional: a notebook has it, plain Python may not

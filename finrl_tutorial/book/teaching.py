@@ -273,9 +273,12 @@ def three_answers(learn: Mapping, realistic: Mapping, walkforward: Mapping) -> l
         target = "" if row["target"] is None or pd.isna(row["target"]) else \
             f" (target {row['target']:.1f}: {'met' if row['target met'] else 'not met'})"
         markets = f"{row['markets']} market" + ("s" if row["markets"] != 1 else "")
+        simple = row["simple oracle captured (pooled)"]
+        simple = (f"{simple:.2f} of the simple oracle's" if simple is not None and not pd.isna(simple) else
+                  "the simple oracle made no excess return there, pooled")
         realistic_parts.append(f"IC {ic:g} × {stocks} stocks, {markets}: "
                                f"{row['informed oracle captured (pooled)']:.2f} of the informed oracle's excess return{target}, "
-                               f"{row['simple oracle captured (pooled)']:.2f} of the simple oracle's")
+                               f"{simple}")
     years = [year for year in verdicts if year != "pooled"]
     same = len(set(verdicts.values())) == 1
     real = (f"on real data (sse15, test years {', '.join(years)}): "

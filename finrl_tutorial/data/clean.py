@@ -13,6 +13,7 @@ import torch
 from stockstats import StockDataFrame
 
 from .. import rules
+from ..errors import DataWarning
 from .market import MarketData, days_between
 from .schema import (PRICE_COLUMNS, DataError, check_factors, check_splits, feature_columns, names_argument,
                      validate_bars)
@@ -102,7 +103,7 @@ def _warn_no_st(source: str) -> None:
     warnings.warn(f"the data ({source}) has no 'is_st' column: ST/*ST stocks get the ordinary price limits "
                   "(main board ±10 % instead of ±5 % before 2026-07-06) and no buy cap; add an is_st "
                   "column (1 on risk-warning days) or use a source that has one (tushare, baostock)",
-                  stacklevel=4)
+                  DataWarning, stacklevel=4)
 
 
 def _explicit_actions(group: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
