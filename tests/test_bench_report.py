@@ -72,11 +72,12 @@ def _timed(layout, processes, phases, threads=None, runs=None, samples=100):
 def test_scale_labels_name_layout_processes_envs_and_threads():
     records = [_scale("subproc", 2, 2), _scale("vec", 1, 1024), _scale("ddp", 2, 512),
                _scale("trainer", 1, 256), _scale("workers", 2, 128, learner_threads=1),
-               _scale("workers", 2, 128, learner_threads=2), _scale("workers", 1, 64, learner_threads=1)]
+               _scale("workers", 2, 128, learner_threads=2), _scale("workers", 1, 64, learner_threads=1),
+               _scale("trainer", 1, 128, learner_threads=2)]
     assert [scale_label(r) for r in records] == [
         "subproc ×2", "vec 1,024", "ddp ×2 (512 envs)", "in-process trainer (256 envs)",
         "workers ×2 (128 envs, update on 1 thread)", "workers ×2 (128 envs, update on 2 threads)",
-        "workers ×1 (64 envs)"]
+        "workers ×1 (64 envs)", "in-process trainer (128 envs, 2 threads)"]
 
 
 def test_speedups_are_against_the_fastest_in_process_trainer_round_by_round():

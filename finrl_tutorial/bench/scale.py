@@ -22,7 +22,9 @@ workers     one learner and P `WorkerPool` rollout processes, each with a batche
             thread (``learner_threads`` 1) and on P threads (the workers' cores, idle meanwhile)
 trainer     the in-process trainer (no pool) with one batched env of ``--layout-envs`` × P
             sub-envs (P in ``--processes``: as many sub-envs as each process layout holds),
-            measured by the same function as the workers layout: the single-process baseline
+            measured by the same function as the workers layout: the single-process baseline;
+            for P > 1 twice, the whole loop on one thread and on P (the cores the P-process
+            layouts use), so the baseline is the faster of the two
 ==========  ==================================================================================
 
 The ddp, workers and trainer layouts also time the *phases* of each training iteration on the
@@ -83,7 +85,7 @@ from ..provenance import machine
 from ..training.distributed import DistributedContext
 from ..envs import EnvConfig, VecStockTradingEnv, shard_start_windows
 from ..training.trainer import train
-from ..training.workers import WorkerPool
+from ..training.workers import WorkerPool, torch_threads
 from .common import explicit_command, market_with_stocks
 from .env import measure_env
 from .train import measure_loop
@@ -104,7 +106,8 @@ def scale_label(record) -> str:
     if layout == "subproc":
         return f"subproc ×{int(record['processes'])}"
     if layout == "trainer":
-        return f"in-process trainer ({int(record['num_envs']):,} envs)"
+        threads = int(record.get("learner_threads") or 1)
+        return f"in-process trainer ({int(record['num_envs']):,} envs" + (f", {threads} threads)" if threads > 1 else ")")
     label = f"{layout} ×{int(record['processes'])} ({int(record['num_envs']):,} envs"
     if layout == "workers" and record.get("learner_threads") and int(record["processes"]) > 1:
         threads = int(record["learner_threads"])
@@ -403,9 +406,10 @@ def measure_layouts(args, prepared: PreparedMarket):
     # machine hits the baseline (the in-process trainer) and the layouts compared with it alike
     configurations = []  # (layout, processes, measure)
     if "trainer" in layouts:
-        for p in args.processes:  # as many sub-envs as the p-process layouts hold
-            configurations.append(("trainer", 1, functools.partial(_trainer_once, args, prepared,
-                                                                   p * args.layout_envs)))
+        for p in args.processes:  # as many sub-envs as the p-process layouts hold, on 1 thread or on p
+            for threads in sorted({1, p}):  # (the p-process layouts use p cores: so may the baseline)
+                configurations.append(("trainer", 1, functools.partial(_trainer_once, args, prepared,
+                                                                       p * args.layout_envs, threads)))
     if "ddp" in layouts:
         configurations += [("ddp", p, functools.partial(_ddp_once, args, prepared, p)) for p in args.processes]
     if "workers" in layouts:
@@ -446,12 +450,13 @@ def _ddp_once(args, prepared: PreparedMarket, processes: int) -> dict:
             "env_steps_per_s": sum(value for kind, _, value in answers if kind == "env"), **main}
 
 
-def _trainer_once(args, prepared: PreparedMarket, num_envs: int) -> dict:
+def _trainer_once(args, prepared: PreparedMarket, num_envs: int, threads: int = 1) -> dict:
     config = _loop_config(num_envs, torch.device(args.device), args.loop_iterations + 1)
     context = SingleProcessContext(config.device)
     collector = _batched_collector(prepared.train, config, context, config.seed)
-    return {"num_envs": config.num_envs, "envs_per_process": num_envs, "learner_threads": 1,
-            **_timed_train(prepared, config, collector, context)}
+    with torch_threads(threads):  # the whole loop, rollout and update, on ``threads`` torch threads
+        measured = _timed_train(prepared, config, collector, context)
+    return {"num_envs": config.num_envs, "envs_per_process": num_envs, "learner_threads": threads, **measured}
 
 
 def _workers_once(args, prepared: PreparedMarket, processes: int, learner_threads: int | None = None) -> dict:
