@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from finrl_tutorial import rules
@@ -201,6 +201,7 @@ def dividend_market():
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**31 - 1), trade_probability=st.floats(0.05, 0.8))
+@example(seed=54862698, trade_probability=0.5)  # a cash-bound buy that the merged ledger's extra tax shrinks
 def test_tax_matches_the_reference_and_stays_within_20_percent(dividend_market, seed, trade_probability):
     """Random buys and sells (each day a stock trades with some probability): the env's tax is the
     plain-Python reference's, every step; never negative; in total at most 20 % of the dividends
@@ -213,9 +214,9 @@ def test_tax_matches_the_reference_and_stays_within_20_percent(dividend_market, 
     np.testing.assert_allclose(taxes, _reference_tax(dividend_market, history), atol=1e-6)
     assert (taxes >= 0).all() and taxes.sum() <= 0.2 * dividends.sum() + 1e-6
     merged, _, merged_history = _random_run(dividend_market, actions, replace(TAXED, tax_lots=2))
-    # orders of ¥60k at most in a ¥1M account: the tax never changes a fill, the trades are the same
-    assert all(np.array_equal(a[2], b[2]) for a, b in zip(history, merged_history))
-    assert merged.sum() >= taxes.sum() - 1e-6 and (merged >= 0).all()
+    # the extra tax can shrink a cash-bound buy, so the trades may differ: compare each run with the
+    # exact tax of its own trades
+    assert merged.sum() >= _reference_tax(dividend_market, merged_history).sum() - 1e-6 and (merged >= 0).all()
 
 
 def test_without_dividends_the_tax_changes_nothing(synthetic_bars):
