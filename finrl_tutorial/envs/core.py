@@ -104,8 +104,7 @@ class EnvConfig:
         check_real(owner, "impact", self.impact, low=0)
         check_positive(owner, "max_participation", self.max_participation, allow_inf=True)  # inf: no cap
         check_real(owner, "open_auction_share", self.open_auction_share, low=0, high=1, low_open=True)
-        if not isinstance(self.fill_on_tick, bool):
-            raise ConfigError(f"{owner}.fill_on_tick must be True or False, got {self.fill_on_tick!r}")
+        check_bool(owner, "fill_on_tick", self.fill_on_tick)
         check_bool(owner, "dividend_tax", self.dividend_tax)
         check_int(owner, "tax_lots", self.tax_lots, minimum=1)
 
@@ -351,7 +350,7 @@ def step_account(account: Account, action: torch.Tensor, market: MarketArrays, c
         cash, whole = rules.apply_corporate_action(cash, holdings, market.split_ratio[next_day],
                                                    market.pre_close[next_day], dividend)
         if taxed:
-            lots, withheld = receive_dividend(lots, holdings, whole, dividend, market.tax_days, next_day)
+            lots, withheld = receive_dividend(lots, holdings, whole, dividend, paid, market.tax_days, next_day)
             cash, tax_paid = cash - withheld, tax_paid + withheld
         return cash, whole, lots, tax_paid, paid
 

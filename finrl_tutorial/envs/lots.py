@@ -57,12 +57,12 @@ def _per_lot(x):
     return x.unsqueeze(-1).unsqueeze(-1)
 
 
-def receive_dividend(lots: Lots, holdings, whole, dividend, days: TaxDays, ex_day):
+def receive_dividend(lots: Lots, holdings, whole, dividend, paid, days: TaxDays, ex_day):
     """A corporate action on ``ex_day``: each lot accrues the tax its dividend may owe at a sale,
     then follows the bonus shares (``holdings`` → ``whole``; the lot's shares scale, its tax per
-    share shrinks, so its total is kept). Returns ``lots, withheld`` (the tax withheld at payment,
-    yuan, on every share held)."""
-    withheld = (holdings * dividend).sum(-1) * days.withheld[ex_day]
+    share shrinks, so its total is kept). ``paid``: the dividend paid on every share held (yuan,
+    per account). Returns ``lots, withheld`` (the tax withheld at payment, yuan)."""
+    withheld = paid * days.withheld[ex_day]
     per_share = dividend.unsqueeze(-1)
     due_month = lots.due_month + per_share * _per_lot(days.due_within_month[ex_day])
     due_year = lots.due_year + per_share * _per_lot(days.due_within_year[ex_day])

@@ -14,7 +14,7 @@ from .experiment import results_table, run_experiment
 from .run import EVAL_EVERY, Run, data_fingerprint, local_context, open_run
 from .workers import WorkerPool
 
-__all__ = ["EVAL_EVERY", "LOG_COLUMNS", "DataParallelContext", "DistributedContext", "Run", "TrainResult", "TrainingError",
-           "WorkerPool", "agent_from_checkpoint", "atomic_save", "data_fingerprint", "ddp_equivalence", "evaluate",
-           "initial_agent", "load_checkpoint", "local_context", "open_run", "results_table", "run_experiment", "shard_start_windows",
-           "train"]
+__all__ = ["EVAL_EVERY", "LOG_COLUMNS", "DataParallelContext", "DistributedContext", "Run", "TrainResult",
+           "TrainingError", "WorkerPool", "agent_from_checkpoint", "atomic_save", "data_fingerprint",
+           "ddp_equivalence", "evaluate", "initial_agent", "load_checkpoint", "local_context", "open_run",
+           "results_table", "run_experiment", "shard_start_windows", "train"]

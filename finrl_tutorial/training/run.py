@@ -33,7 +33,7 @@ from .workers import WorkerPool
 
 
 EVAL_EVERY = 5
-"""Validate (and checkpoint) every this many iterations by default."""
+"""Validate (and checkpoint) every this many iterations, unless told otherwise (train, the main job, the CLI)."""
 
 
 def data_fingerprint(market: PreparedMarket) -> str:

@@ -38,9 +38,6 @@ LOG_COLUMNS = (
 """Columns of ``log.csv``, in order; a value not measured in an iteration is empty (NaN)."""
 
 
-"""Validate (and checkpoint) every this many iterations, unless told otherwise (train, the main job, the CLI)."""
-
-
 @dataclass
 class TrainResult:
     agent: ActorCritic
@@ -117,7 +114,7 @@ class Bookkeeping:
         self.device, self.is_main, self.world_size = torch.device(context.device), context.is_main, context.world_size
         self.rank, self.gather = context.rank, context.gather
         self.iterations = config.iterations_for(context.world_size)
-        self.eval_every, self.progress, self.on_evaluation = run.eval_every, progress, on_evaluation
+        self.progress, self.on_evaluation = progress, on_evaluation
         self.resume, self.saved, self.checkpoints = run.resume_from, run.saved, run.checkpoints
         self.run_dir = run.folder
         self.checkpoint_dir = self.run_dir / "checkpoints" if self.run_dir else None
@@ -175,7 +172,7 @@ class Bookkeeping:
                               "std": list(info["feature_std"])} if "feature_mean" in info else None,
             "indicators": info.get("indicators"), "user_factors": info.get("user_factors"),
             "split_dates": {k: list(v) for k, v in getattr(self.market, "split_dates", {}).items()},
-            "source": market.source, "eval_every": self.eval_every, "data_fingerprint": self.run.fingerprint,
+            "source": market.source, "eval_every": self.run.eval_every, "data_fingerprint": self.run.fingerprint,
         }
         return pipeline | {"selected_by": selected_by} | {
             "model": self.agent.state_dict(), "optimizer": self.optimizer.state_dict(),
@@ -215,7 +212,8 @@ class Bookkeeping:
                                    if episodes else math.nan),
             **losses,
         }
-        due = bool(self.eval_every) and (iteration % self.eval_every == 0 or iteration == self.iterations - 1)
+        every = self.run.eval_every
+        due = bool(every) and (iteration % every == 0 or iteration == self.iterations - 1)
         ranks = self._rank_states() if due else None
         if self.is_main and due:
             row |= self._validate(iteration, ranks)
@@ -232,7 +230,7 @@ class Bookkeeping:
 
     def result(self) -> TrainResult:
         """The final files (without validation: the final weights as best.pt and last.pt) and the result."""
-        ranks = self._rank_states() if not self.eval_every and self.start_iteration < self.iterations else None
+        ranks = self._rank_states() if not self.run.eval_every and self.start_iteration < self.iterations else None
         if self.checkpoint_dir and ranks is not None:
             state = self._checkpoint(self.iterations, ranks, selected_by="final weights (no validation)")
             atomic_save(state, self.checkpoint_dir / "best.pt")

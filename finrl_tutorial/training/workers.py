@@ -29,9 +29,9 @@ the learner updates. The learner may borrow their cores for the update: it runs 
 steps with ``learner_threads`` torch threads and goes back to its own thread count for the rest of
 the loop (`WorkerPool.update_threads`). The default is two threads, or one on a one-core
 machine (`DEFAULT_LEARNER_THREADS`), chosen by measurement: on a quiet 2-core machine
-(``book/data/bench_scale_quiet.jsonl``, 2026-12-01 23:43-23:47 UTC, load average 1.1-1.5) two
-workers made 1.20x the samples/s with the update on two threads that they made with it on one
-(faster in every round, 1.04-1.35x; the update 0.98 s against 1.26 s), and one thread was the
+(``book/data/bench_scale_quiet.jsonl``, 2026-12-02 02:22-02:27 UTC, load average 0.8-1.4) two
+workers made 1.21x the samples/s with the update on two threads that they made with it on one
+(faster in every round, 1.13-1.31x; the update 0.91 s against 1.16 s), and one thread was the
 slower of the two. A second thread pays only where a second core is free during the update: on a
 machine with more runnable processes than cores (``book/data/bench_scale.jsonl``, load average
 13-25 on 2 cores) the two threads wait for each other at every operation and the same layout ran
@@ -68,7 +68,7 @@ _ROLLOUT_FIELDS = tuple(f.name for f in dataclasses.fields(Rollout) if f.name !=
 DEFAULT_LEARNER_THREADS = 2
 """The learner's torch threads during the update when `WorkerPool` is given none (at most the
 cores this process may use): the faster of 1 and 2 with two workers in the quiet ``bench scale``
-record, ``book/data/bench_scale_quiet.jsonl`` (1.20x the samples/s of one thread; book chapter
+record, ``book/data/bench_scale_quiet.jsonl`` (1.21x the samples/s of one thread; book chapter
 4.5). Measured with two workers on two cores; with more workers the update stays on two threads
 (more were not measured), and on a machine whose load exceeds its cores one thread is the safe
 choice (``learner_threads=1``): two threads ran at 0.09x its rate in the loaded record."""
