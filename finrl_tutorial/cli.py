@@ -26,6 +26,7 @@ from .agents import A2CConfig, PPOConfig, make_config
 from .atomic import atomic_open, write_json, written_together
 from .backtest.runner import agent_policy, backtest
 from .envs import EnvConfig
+from .metrics import check_margin, verdict_reason
 from .errors import (ConfigError, InputError, TrainingError, one_line,
                      show_data_warnings_in_one_line)
 from .provenance import fast_mode
@@ -53,6 +54,17 @@ def _int_at_least(minimum: int):
         return value
     parse.__name__ = f"integer >= {minimum}"
     return parse
+
+
+def _tie_margin(text: str) -> float:
+    """A tie margin: a finite number >= 0 (annualised Sharpe), else one line (`metrics.check_margin`)."""
+    try:
+        return check_margin(float(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0 (annualised Sharpe), got {text!r}") from None
+
+
+_tie_margin.__name__ = "tie margin"
 
 
 def _tickers(values):
@@ -266,7 +278,7 @@ def cmd_train(args) -> int:
         out = _run_folder(args)
         report = run_experiment(prepared, config, env_config, out_dir=out, seeds=args.seeds,
                                 eval_every=args.eval_every, progress=not args.no_progress, workers=args.workers,
-                                learner_threads=args.learner_threads,
+                                learner_threads=args.learner_threads, tie_margin=args.tie_margin,
                                 distributed=context, resume=args.resume, overwrite=args.overwrite)
     finally:
         context.close()
@@ -279,7 +291,7 @@ def cmd_train(args) -> int:
             versus = report["sharpe_vs_buy_and_hold"]
             print(f"\nSharpe(agent) - Sharpe(equal-weight buy-and-hold), mean over seeds: {versus['difference']:+.2f}, "
                   f"{versus['level']:.0%} bootstrap interval [{versus['low']:+.2f}, {versus['high']:+.2f}]: "
-                  f"{versus['verdict']}")
+                  f"{versus['verdict']} ({verdict_reason(versus['verdict'], versus['margin'])})")
         written = [name for name in ("report.json", "config.json", "learning_curve.png", "equity.png", "weights.png",
                                      "checkpoints/best.pt") if (out / name).exists()]
         print(f"\nwrote in {out}/: {', '.join(written)}")
@@ -370,6 +382,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="torch threads of the update beside --workers (default "
                             f"{DEFAULT_LEARNER_THREADS}, at most the cores: the faster on a quiet 2-core machine; "
                             "1 on a busy one, where two threads ran 0.09x as fast)")
+    train.add_argument("--tie-margin", type=_tie_margin, default=job["tie_margin"].default,
+                       help="equivalence margin of the Sharpe difference against buy-and-hold, in annualised "
+                            "Sharpe: a tie only if the whole interval lies within ±margin, else inconclusive "
+                            "when it contains 0 (default %(default)s)")
     train.add_argument("--ddp", action="store_true", help="DistributedDataParallel (launch with torchrun)")
     train.add_argument("--data-parallel", action="store_true", help="torch.nn.DataParallel over visible GPUs")
     train.add_argument("--threads", type=_int_at_least(1), default=1,

@@ -34,13 +34,18 @@ from __future__ import annotations
 import itertools
 import math
 from statistics import NormalDist
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 __all__ = [
     "PERIODS_PER_YEAR",
+    "TIE_MARGIN",
+    "check_margin",
+    "difference_verdict",
+    "stored_verdict",
+    "verdict_reason",
     "daily_returns",
     "cumulative_return",
     "annual_return",
@@ -345,6 +350,63 @@ def _annual_sharpe_rows(returns: np.ndarray) -> np.ndarray:
     return np.where(std > _ZERO_DISPERSION, mean / safe * math.sqrt(PERIODS_PER_YEAR), 0.0)
 
 
+TIE_MARGIN = 0.25
+"""The equivalence margin of a Sharpe difference, in annualised Sharpe: two strategies "tie" only
+when the whole interval of their difference lies within ±0.25. A stated choice, not something the
+data decide: a quarter of a unit of annualised Sharpe is a difference most readers would call
+small, while one year of daily returns pins a single Sharpe down only to about ±1 (its standard
+error is about √((1 + SR²/2) / years), Lo 2002), so only paired, strongly correlated curves or
+several years reach an interval that narrow. It is a parameter (``margin``; ``train
+--tie-margin``): a tighter or wider one changes which wide intervals are called ties, never a
+"beats" or a "loses"."""
+
+
+def check_margin(margin: Any) -> float:
+    """``margin`` as a float if it is a finite number >= 0, else a ValueError naming it."""
+    try:
+        value = float(margin)
+    except (TypeError, ValueError):
+        raise ValueError(f"the tie margin must be a number >= 0, got {margin!r}") from None
+    if isinstance(margin, bool) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"the tie margin must be a finite number >= 0 (annualised Sharpe), got {margin!r}")
+    return value
+
+
+def difference_verdict(low: float, high: float, margin: float | None = TIE_MARGIN) -> str:
+    """The verdict of a difference's interval ``[low, high]``: ``"beats"`` when it lies above 0,
+    ``"loses"`` when below, ``"tie"`` only when it lies inside the equivalence margin
+    ``[-margin, margin]``, else ``"inconclusive"`` (it contains 0 but reaches past the margin: the
+    data cannot tell the two apart, nor call them equal). ``margin=None``: the quantity has no
+    equivalence margin, so an interval containing 0 is always ``"inconclusive"``."""
+    if low > 0:
+        return "beats"
+    if high < 0:
+        return "loses"
+    if margin is not None and -check_margin(margin) <= low and high <= margin:
+        return "tie"
+    return "inconclusive"
+
+
+def verdict_reason(verdict: str, margin: float | None = TIE_MARGIN) -> str:
+    """Why an interval got ``verdict`` (`difference_verdict`), in a few words for a printout."""
+    bound = "no equivalence margin" if margin is None else f"the tie margin ±{margin:.2f}"
+    return {"beats": "the interval lies above 0", "loses": "the interval lies below 0",
+            "tie": f"the whole interval lies within {bound}",
+            "inconclusive": f"the interval contains 0 but is not within {bound}" if margin is not None
+            else "the interval contains 0 and the quantity has no equivalence margin"}[verdict]
+
+
+def stored_verdict(interval: Mapping, margin: float | None = None) -> str:
+    """The verdict of a stored interval (a `sharpe_difference_ci` result read from a record),
+    recomputed from its ``low`` and ``high`` rather than read from its ``verdict`` string: records
+    written before the equivalence margin called every interval containing 0 a tie. ``margin``:
+    the margin to apply; ``None`` takes the interval's own ``margin``, or `TIE_MARGIN` where the
+    record has none."""
+    if margin is None:
+        margin = interval.get("margin", TIE_MARGIN)
+    return difference_verdict(float(interval["low"]), float(interval["high"]), margin)
+
+
 def sharpe_difference_ci(
     wealth: pd.Series | Sequence[pd.Series],
     reference: pd.Series,
@@ -353,6 +415,7 @@ def sharpe_difference_ci(
     resamples: int = 5000,
     block_days: int = 10,
     seed: int = 0,
+    margin: float = TIE_MARGIN,
 ) -> dict[str, Any]:
     """Bootstrap confidence interval of ``Sharpe(wealth) − Sharpe(reference)`` on the same days.
 
@@ -363,8 +426,11 @@ def sharpe_difference_ci(
     statistic is then the *mean* over them of the Sharpe difference, every curve resampled on the
     same days. Returns ``difference`` (on the real days), ``low``/``high`` (percentile interval at
     ``level``), ``p_value`` (two-sided: twice the share of resampled differences on the far side
-    of 0) and ``verdict``: ``"beats"`` when the interval lies above 0, ``"loses"`` when below,
-    ``"tie"`` when it contains 0. Risk-free rate 0, annualised with ``PERIODS_PER_YEAR``.
+    of 0), ``margin`` and ``verdict`` (`difference_verdict`): ``"beats"`` when the interval lies
+    above 0, ``"loses"`` when below, ``"tie"`` only when it lies inside ``[-margin, margin]``
+    (an equivalence margin in annualised Sharpe, `TIE_MARGIN` unless given), else
+    ``"inconclusive"``: it contains 0 but is too wide to call the two equal. Risk-free rate 0,
+    annualised with ``PERIODS_PER_YEAR``.
     """
     curves = [wealth] if isinstance(wealth, pd.Series) else list(wealth)
     if not curves:
@@ -378,6 +444,7 @@ def sharpe_difference_ci(
         returns.append(_returns_array(a))
     if not 0 < level < 1 or resamples < 100 or block_days < 1:
         raise ValueError("level must be in (0, 1), resamples >= 100 and block_days >= 1")
+    margin = check_margin(margin)
     ra, rb = np.stack(returns), _returns_array(b)  # [K, n], [n]
     n = len(rb)
     if n < 2 * block_days:
@@ -390,9 +457,8 @@ def sharpe_difference_ci(
     tail = (1.0 - level) / 2.0
     low, high = (float(q) for q in np.quantile(diffs, [tail, 1.0 - tail]))
     p_value = float(min(1.0, 2.0 * min((diffs <= 0).mean(), (diffs >= 0).mean())))
-    verdict = "beats" if low > 0 else "loses" if high < 0 else "tie"
     return {"difference": observed, "low": low, "high": high, "level": level, "p_value": p_value,
-            "verdict": verdict, "curves": len(curves), "days": n, "block_days": block_days,
+            "verdict": difference_verdict(low, high, margin), "margin": margin, "curves": len(curves), "days": n, "block_days": block_days,
             "resamples": resamples}
 
 

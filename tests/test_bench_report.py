@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from finrl_tutorial.bench import command_line, scale_label
+from finrl_tutorial.metrics import difference_verdict
 from finrl_tutorial.book import (
     full_run_commentary,
     loop_cost_lines,
@@ -12,6 +13,7 @@ from finrl_tutorial.book import (
     peer_table,
     peer_target_lines,
     provenance,
+    read_records,
 )
 from finrl_tutorial.book.scale import (
     CostModel,
@@ -234,6 +236,23 @@ def test_full_run_commentary_is_computed_from_the_report():
     assert "[-0.90, -0.10]: **loses**." in lines[1]
     assert "within one seed-std of the agent: random" in lines[2]
     assert lines[-1].endswith("of both signs across seeds.")
+
+
+def test_full_run_commentary_recomputes_a_stored_tie_from_the_interval():
+    report = {"seeds": [0], "agent": _metrics(1.0), "agent_std": _metrics(0.0, 0.0, 0.0),
+              "agent_per_seed": {"0": _metrics(1.0)}, "baselines": {"equal_weight_buy_and_hold": _metrics(1.1)},
+              # written under the old rule: every interval containing 0 was stored as a tie
+              "sharpe_vs_buy_and_hold": {"difference": -0.1, "low": -0.6, "high": 0.4, "verdict": "tie"}}
+    assert "[-0.60, +0.40]: **inconclusive** (the interval contains 0 but is not within the tie margin ±0.25)." \
+        in full_run_commentary(report)[1]
+    assert "**tie** (the whole interval lies within the tie margin ±0.70)." in full_run_commentary(report, margin=0.7)[1]
+    narrow = dict(report, sharpe_vs_buy_and_hold={"difference": 0.0, "low": -0.2, "high": 0.2, "verdict": "tie",
+                                                  "margin": 0.1})
+    assert "**inconclusive**" in full_run_commentary(narrow)[1]  # the report's own margin, 0.1
+    assert "**tie**" in full_run_commentary(narrow, margin=0.25)[1]
+    committed = read_records("main_job_5seeds_report.json")[0]
+    versus = committed["sharpe_vs_buy_and_hold"]
+    assert f"**{difference_verdict(versus['low'], versus['high'])}**" in full_run_commentary(committed)[1]
 
 
 def test_command_line_names_the_package_module():

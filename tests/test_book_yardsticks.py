@@ -11,11 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from finrl_tutorial.book import read_records, teaching
+from finrl_tutorial.metrics import difference_verdict
 
 
-def _interval(difference, low, high):
-    verdict = "beats" if low > 0 else "loses" if high < 0 else "tie"
-    return {"difference": difference, "low": low, "high": high, "verdict": verdict, "level": 0.95}
+def _interval(difference, low, high, verdict=None):
+    """A stored interval; ``verdict``: the string a record stores (default: the current rule's)."""
+    return {"difference": difference, "low": low, "high": high, "level": 0.95,
+            "verdict": verdict or difference_verdict(low, high)}
 
 
 def _spread(value):
@@ -46,26 +48,50 @@ def test_walkforward_table_follows_the_record_year_by_year():
                           ((0.3, 0.05, 0.6), (0.0, -0.2, 0.2)))
     table = teaching.walkforward_table(record)
     assert list(table.index) == ["2017", "2018", "pooled (480 days)"]
-    assert list(table["agent verdict"]) == ["tie", "beats", "beats"]
+    assert list(table["agent verdict"]) == ["inconclusive", "beats", "beats"]  # [-0.2, 0.4] leaves ±0.25
     assert table.loc["2018", "agent − buy-and-hold [95 %]"] == "+0.50 [+0.10, +0.90]"
     assert table.loc["2018", "trained on"] == "2015-2016" and table.loc["2018", "validated on"] == "2017"
     assert table.loc["2017", "trained on"] == "2015"  # one year, said once
-    assert teaching.walkforward_verdicts(record) == {"2017": "tie", "2018": "beats", "pooled": "beats"}
+    assert teaching.walkforward_verdicts(record) == {"2017": "inconclusive", "2018": "beats", "pooled": "beats"}
+    assert teaching.walkforward_verdicts(record, margin=0.5)["2017"] == "tie"  # inside ±0.5
+    assert list(teaching.walkforward_table(record, margin=0.5)["agent verdict"]) == ["tie", "beats", "beats"]
     checkpoints = teaching.walkforward_checkpoints(record)
     assert checkpoints["runs"] == 2 and checkpoints["at_first_validation"] == 1
     assert checkpoints["chosen"] == {(2017, 0): 8192, (2018, 0): 4096}
 
 
-def test_the_committed_walkforward_ties_in_every_year_and_the_sentence_says_so():
+def test_the_committed_walkforward_verdicts_are_recomputed_and_the_sentence_says_them():
     walkforward = read_records("bench_walkforward.json")[0]
     learn, realistic = read_records("bench_learn.json")[0], read_records("bench_learn_realistic.json")[0]
     verdicts = teaching.walkforward_verdicts(walkforward)
+    stored = walkforward["summary"]["years"]
+    assert verdicts == {**{str(row["year"]): difference_verdict(row["intervals"]["agent_vs_equal_weight"]["low"],
+                                                                row["intervals"]["agent_vs_equal_weight"]["high"])
+                           for row in stored},
+                        "pooled": difference_verdict(**{k: walkforward["summary"]["pooled"]["intervals"]
+                                                        ["agent_vs_equal_weight"][k] for k in ("low", "high")})}
     real = teaching.three_answers(learn, realistic, walkforward)[2]
-    if set(verdicts.values()) == {"tie"}:
-        assert "a tie in every year and pooled" in real
+    if len(set(verdicts.values())) == 1:
+        assert f"{teaching.VERDICT_PHRASES[verdicts['pooled']]} in every year and pooled" in real
+    else:
+        assert all(f"{year} {verdict}" in real for year, verdict in verdicts.items())
+    # a margin wide enough makes every interval holding 0 a tie; one of 0 leaves none
+    assert "a tie with buy-and-hold in every year and pooled" in teaching.three_answers(
+        learn, realistic, walkforward, margin=10.0)[2]
+    assert "tie" not in teaching.three_answers(learn, realistic, walkforward, margin=0.0)[2]
     changed = copy.deepcopy(walkforward)
     changed["summary"]["years"][0]["intervals"]["agent_vs_equal_weight"] = _interval(0.5, 0.1, 0.9)
-    assert "a tie in every year" not in teaching.three_answers(learn, realistic, changed)[2]
+    assert f"{stored[0]['year']} beats" in teaching.three_answers(learn, realistic, changed)[2]
+
+
+def test_stored_tie_strings_are_not_trusted():
+    # a record written under the old rule stores "tie" for an interval far wider than the margin
+    record = _walkforward({2017: ((0.0, -0.9, 0.9, "tie"), (0.0, -0.1, 0.1, "tie"))},
+                          ((0.0, -0.9, 0.9, "tie"), (0.0, -0.1, 0.1, "tie")))
+    assert teaching.walkforward_verdicts(record) == {"2017": "inconclusive", "pooled": "inconclusive"}
+    assert teaching.walkforward_verdicts(record, "untrained_vs_equal_weight") == {"2017": "tie", "pooled": "tie"}
+    table = teaching.walkforward_table(record)
+    assert set(table["agent verdict"]) == {"inconclusive"} and set(table["untrained verdict"]) == {"tie"}
 
 
 def test_realistic_cells_are_judged_against_their_targets():

@@ -113,8 +113,13 @@ def test_the_sharpe_interval_separates_an_edge_from_noise():
     noise = pd.Series(1e6 * np.cumprod(1 + market + rng.normal(0, 0.003, 500)), days)
     assert sharpe_difference_ci(edge, hold)["verdict"] == "beats"
     assert sharpe_difference_ci(hold, edge)["verdict"] == "loses"
-    tie = sharpe_difference_ci([noise, noise], hold)
-    assert tie["verdict"] == "tie" and tie["low"] < tie["difference"] < tie["high"] and tie["curves"] == 2
+    wide = sharpe_difference_ci([noise, noise], hold)  # contains 0, but reaches past ±0.25
+    assert wide["verdict"] == "inconclusive" and wide["low"] < 0 < wide["high"] and wide["curves"] == 2
+    assert wide["low"] < -wide["margin"] or wide["high"] > wide["margin"]
+    assert wide["margin"] == 0.25 and sharpe_difference_ci([noise, noise], hold, margin=1.0)["verdict"] == "tie"
+    close = pd.Series(1e6 * np.cumprod(1 + market + rng.normal(0, 0.0003, 500)), days)
+    tie = sharpe_difference_ci(close, hold)  # the same portfolio but for a little noise: inside the margin
+    assert tie["verdict"] == "tie" and -0.25 <= tie["low"] < tie["difference"] < tie["high"] <= 0.25
     with pytest.raises(ValueError, match="same days"):
         sharpe_difference_ci(edge.iloc[1:], hold)
 

@@ -1,6 +1,6 @@
 """The informed oracles: rules that know a synthetic market's expected returns, through the env
 with full costs, chosen on validation. They must be a ceiling in practice (each earns at least the
-simple oracle on a strong market), and the test split must choose nothing."""
+signal rule on a strong market), and the test split must choose nothing."""
 from dataclasses import replace
 from functools import lru_cache
 
@@ -32,7 +32,7 @@ def _rule(name: str, stocks: int) -> InformedRule:
     return next(rule for rule in informed_rules(stocks) if rule.name == name)
 
 
-def test_each_informed_rule_earns_at_least_the_simple_oracle_on_a_strong_market():
+def test_each_informed_rule_earns_at_least_the_signal_rule_on_a_strong_market():
     synthetic, chosen = _strong()
     test = synthetic.market.test
     hold = buy_and_hold_baseline(test)
@@ -43,7 +43,7 @@ def test_each_informed_rule_earns_at_least_the_simple_oracle_on_a_strong_market(
         rule = _rule(chosen.best_of_kind[kind], 10)  # each kind at its own best parameters on validation
         assert chosen.sharpes[rule.name] >= chosen.sharpes["simple"], kind
         earned = excess_return(informed_record(synthetic, rule, "test"), hold)
-        assert earned >= simple, f"{rule.name} earned {earned:.3f} on test, the simple oracle {simple:.3f}"
+        assert earned >= simple, f"{rule.name} earned {earned:.3f} on test, the signal rule {simple:.3f}"
     assert chosen.criterion == "sharpe" and chosen.sharpes[chosen.rule.name] == max(chosen.sharpes.values())
     assert chosen.valid_excess == chosen.scores[chosen.rule.name]
 

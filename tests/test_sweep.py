@@ -44,7 +44,7 @@ def test_budget_and_grid_are_common_to_every_variant():
 def test_verdict_needs_ranges_apart_and_three_seeds():
     assert verdict([1.0, 1.1, 1.2], [0.0, 0.1, 0.2]) == "higher"
     assert verdict([-1.0, -0.9, -0.8], [0.0, 0.1, 0.2]) == "lower"
-    assert verdict([0.15, 1.1, 1.2], [0.0, 0.1, 0.2]) == "tie"
+    assert verdict([0.15, 1.1, 1.2], [0.0, 0.1, 0.2]) == "inconclusive"  # overlap: no effect, no equality
     assert verdict([1.0, 1.1], [0.0, 0.1]) == "too few seeds"
 
 

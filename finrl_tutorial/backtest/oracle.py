@@ -1,9 +1,10 @@
 """The yardstick of learning on a synthetic market: oracles through the real env, and the
 fraction of their excess return over buy-and-hold that an agent captures.
 
-Two yardsticks. The **simple oracle** (`oracle_record`) is the market's own rule (equal weight in
-every stock whose expected return is >= 0; `finrl_tutorial.data.synthetic`): honest, but it
-ignores costs and persistence, so a learner can beat it. The **informed oracle**
+Two yardsticks. The **signal rule** (`oracle_record`; formerly called the simple oracle) is the
+market's own rule (equal weight in every stock whose expected return is >= 0;
+`finrl_tutorial.data.synthetic`): a baseline that knows the sign of each expected return, not a
+ceiling: it ignores costs and persistence, so a learner can beat it. The **informed oracle**
 (`informed_oracle`) is the best, *on the validation split*, of a family of rules that know the
 truth (the generator's expected returns) and trade through the same env with full costs:
 
@@ -14,7 +15,7 @@ truth (the generator's expected returns) and trade through the same env with ful
   that maximises ``μ'w − (risk_aversion / 2) w'Σw − turnover_cost · |w − w_now|₁``, with μ the true
   expected returns, Σ the covariance of daily returns estimated on the *training* split and
   ``w_now`` the weights held (a quadratic programme solved by OSQP, warm-started day to day);
-* ``simple``: the simple oracle itself, so that the informed oracle earns at least as much on
+* ``simple`` (alias ``signal``): the signal rule itself, so that the informed oracle earns at least as much on
   validation.
 
 The test split chooses nothing: the rule and its parameters are picked on validation (by the
@@ -68,6 +69,9 @@ def oracle_capture(agent_record: EpisodeRecord, oracle_record: EpisodeRecord,
 
 
 RULE_KINDS = ("top_k", "mean_variance", "simple")
+RULE_ALIASES = {"signal": "simple"}
+"""Other names a kind is accepted under: ``signal`` is the signal rule, stored as ``simple`` (the
+name the committed records use)."""
 
 RISK_AVERSIONS = (0.25, 1.0, 4.0, 16.0)
 """``mean_variance`` grid: risk aversion λ (daily returns; λ = 4 and a stock's variance of 5e-4
@@ -82,7 +86,8 @@ class InformedRule:
     """One member of the informed family: ``kind`` and its parameters."""
 
     kind: str
-    """``top_k``, ``mean_variance`` or ``simple``."""
+    """``top_k``, ``mean_variance`` or ``simple`` (the signal rule; ``signal`` is accepted and
+    stored as ``simple``)."""
     k: int = 0
     """``top_k``: stocks held."""
     band: int = 0
@@ -91,6 +96,9 @@ class InformedRule:
     """``mean_variance``: λ."""
     turnover_cost: float = 0.0
     """``mean_variance``: the penalty per unit of turnover."""
+
+    def __post_init__(self):
+        object.__setattr__(self, "kind", RULE_ALIASES.get(self.kind, self.kind))
 
     @property
     def name(self) -> str:
@@ -112,7 +120,7 @@ def top_k_sizes(num_stocks: int) -> list[int]:
 
 def informed_rules(num_stocks: int) -> list[InformedRule]:
     """The whole family for a market of ``num_stocks``: every k of `top_k_sizes` with bands 0,
-    k/2, k and 2k (as far as the universe allows), the mean-variance grid, and the simple oracle."""
+    k/2, k and 2k (as far as the universe allows), the mean-variance grid, and the signal rule."""
     rules = []
     for k in top_k_sizes(num_stocks):
         bands = sorted({min(band, num_stocks - k) for band in (0, math.ceil(k / 2), k, 2 * k)})
@@ -235,7 +243,7 @@ def informed_policy(synthetic: SyntheticMarket, rule: InformedRule, split: str,
     if rule.kind == "mean_variance":
         covariance = training_covariance(synthetic) if covariance is None else covariance
         return MeanVariancePolicy(expected, covariance, rule.risk_aversion, rule.turnover_cost)
-    raise ValueError(f"unknown informed rule kind {rule.kind!r}: use top_k, mean_variance or simple")
+    raise ValueError(f"unknown informed rule kind {rule.kind!r}: use top_k, mean_variance or simple (signal)")
 
 
 def informed_record(synthetic: SyntheticMarket, rule: InformedRule, split: str = "test",

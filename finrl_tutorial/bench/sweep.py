@@ -249,15 +249,18 @@ MIN_SEEDS_FOR_VERDICT = 3
 
 def verdict(variant: list[float], base: list[float]) -> str:
     """``higher`` / ``lower`` when every seed of the variant lies above / below every seed of the
-    base (the seed ranges do not overlap), else ``tie``: with 3 seeds a difference inside the seed
-    spread is not an effect. ``too few seeds`` below `MIN_SEEDS_FOR_VERDICT` on either side."""
+    base (the seed ranges do not overlap), else ``inconclusive``: with 3 seeds a difference inside
+    the seed spread is not an effect, and overlapping ranges are no evidence that the two are equal
+    either (the rule has no equivalence margin, so it never calls a tie; records written before
+    this stored ``tie`` there, and `finrl_tutorial.book.sweep` recomputes the verdict from the
+    values). ``too few seeds`` below `MIN_SEEDS_FOR_VERDICT` on either side."""
     if min(len(variant), len(base)) < MIN_SEEDS_FOR_VERDICT:
         return "too few seeds"
     if min(variant) > max(base):
         return "higher"
     if max(variant) < min(base):
         return "lower"
-    return "tie"
+    return "inconclusive"
 
 
 def summarize(runs: list[dict], base_name: str = "base") -> list[dict]:

@@ -12,6 +12,7 @@ from typing import Iterable
 import pandas as pd
 
 from ..errors import InputError
+from ..metrics import TIE_MARGIN, stored_verdict, verdict_reason
 
 
 #: The keys of :func:`finrl_tutorial.provenance.machine` that a JSON-lines record carries at its top level.
@@ -159,15 +160,20 @@ def peer_target_lines(peer_records: Iterable[dict]) -> list[str]:
     return lines
 
 
-def full_run_commentary(report: dict) -> list[str]:
+def full_run_commentary(report: dict, margin: float | None = None) -> list[str]:
     """What a committed multi-seed ``report.json`` says, computed from it: the agent's test Sharpe
     (mean ± std over seeds) against each baseline, the bootstrap interval against equal-weight
-    buy-and-hold and its verdict, the spread of the seeds, and the validation Sharpes."""
+    buy-and-hold and its verdict (recomputed from the interval with the tie margin ``margin``; None:
+    the report's own, else `finrl_tutorial.metrics.TIE_MARGIN`), the spread of the seeds, and the
+    validation Sharpes."""
     agent, std = report["agent"], report["agent_std"]
     seeds = report["seeds"]
     baselines = report["baselines"]
     hold = baselines["equal_weight_buy_and_hold"]
     versus = report["sharpe_vs_buy_and_hold"]
+    # recomputed from the stored bounds: reports written before the tie margin call every interval holding 0 a tie
+    margin = versus.get("margin", TIE_MARGIN) if margin is None else margin
+    verdict = stored_verdict(versus, margin)
     per_seed = [row["sharpe_ratio"] for row in report["agent_per_seed"].values()] \
         if isinstance(report["agent_per_seed"], dict) else [row["sharpe_ratio"] for row in report["agent_per_seed"]]
     lines = [
@@ -175,8 +181,8 @@ def full_run_commentary(report: dict) -> list[str]:
         f"{len(seeds)} seeds (seeds range {min(per_seed):.2f} .. {max(per_seed):.2f}); equal-weight "
         f"buy-and-hold {hold['sharpe_ratio']:.2f}.",
         f"* Sharpe difference against buy-and-hold: {versus['difference']:+.2f}, 95 % paired block-bootstrap "
-        f"interval [{versus['low']:+.2f}, {versus['high']:+.2f}]: **{versus['verdict']}**"
-        + (" (the interval contains 0)." if versus["verdict"] == "tie" else "."),
+        f"interval [{versus['low']:+.2f}, {versus['high']:+.2f}]: **{verdict}**"
+        + (f" ({verdict_reason(verdict, margin)})." if verdict in ("tie", "inconclusive") else "."),
     ]
     others = {name: row["sharpe_ratio"] for name, row in baselines.items() if name != "equal_weight_buy_and_hold"}
     if others:

@@ -9,15 +9,19 @@ from ..bench.sweep import verdict
 
 def summary_table(record: dict) -> pd.DataFrame:
     """The summary of a sweep record as a table: one row per market and variant, final and best
-    validation Sharpe as ``mean ± std [min, max]`` and the verdict against the base."""
+    validation Sharpe as ``mean ± std [min, max]`` and the verdict against the base (`verdict`,
+    recomputed from the seeds' values: the record's stored string may be the older "tie")."""
     rows = []
     base_name = record.get("base_variant", "base")
+    bases = {row["market"]: row for row in record["summary"] if row["variant"] == base_name}
     for row in record["summary"]:
         line = {"market": row["market"], "variant": row["variant"], "seeds": len(row["seeds"])}
         for measure in ("final_valid_sharpe", "best_valid_sharpe"):
             s = row[measure]
             line[measure.replace("_", " ")] = f"{s['mean']:.2f} ± {s['std']:.2f} [{s['min']:.2f}, {s['max']:.2f}]"
-            line[f"{measure.split('_')[0]} vs {base_name}"] = row.get(f"{measure}_vs_base", "")
+            base = bases.get(row["market"])
+            line[f"{measure.split('_')[0]} vs {base_name}"] = (
+                verdict(s["values"], base[measure]["values"]) if f"{measure}_vs_base" in row and base else "")
         line["wall s"] = round(row["wall_seconds"]["mean"], 1)
         line["buy-and-hold valid Sharpe"] = round(row["buy_and_hold_valid_sharpe"], 2)
         if "oracle_valid_sharpe" in row:
@@ -32,7 +36,8 @@ MEASURE_NAMES = {"final_valid_sharpe": "final validation Sharpe", "best_valid_sh
 def describe(record: dict, measure: str = "final_valid_sharpe") -> list[str]:
     """One sentence per market and variant, computed from the record: the variant's ``measure``
     (mean ± std over seeds) against the base's and the buy-and-hold reference, and whether the
-    difference is an effect (the seed ranges do not overlap, `verdict`) or a tie."""
+    difference is an effect (the seed ranges do not overlap, `verdict`) or inconclusive (they
+    overlap: no effect shown, and no equality either)."""
     base_name = record.get("base_variant", "base")
     rows = {(row["market"], row["variant"]): row for row in record["summary"]}
     sentences = []
@@ -43,8 +48,8 @@ def describe(record: dict, measure: str = "final_valid_sharpe") -> list[str]:
         mine, theirs = row[measure], base[measure]
         seeds = len(row["seeds"])
         outcome = verdict(mine["values"], theirs["values"])
-        if outcome == "tie":
-            reading = "the seed ranges overlap: a tie"
+        if outcome == "inconclusive":
+            reading = "the seed ranges overlap: inconclusive"
         elif outcome == "too few seeds":
             reading = f"{seeds} seed(s) against {len(base['seeds'])}: too few seeds for a verdict"
         else:

@@ -20,7 +20,7 @@ __all__ = ["t_interval", "holm", "chance_of_no_overlap", "paired_captures", "swe
            "parameter_distance", "portfolio_distance", "walkforward_table", "walkforward_checkpoints",
            "walkforward_verdicts", "realistic_learning_table", "informed_oracle_table", "planted_edge_reading",
            "three_answers", "overfitting_table", "pbo_example", "reader_command", "paired_by_family",
-           "REALISTIC_TARGETS"]
+           "REALISTIC_TARGETS", "VERDICT_PHRASES"]
 
 
 def t_interval(values: Sequence[float], level: float = 0.95) -> dict:
@@ -82,10 +82,15 @@ def sweep_comparisons(record: dict, measures: Sequence[str] = ("final_valid_shar
                       level: float = 0.05) -> pd.DataFrame:
     """Every variant of a ``bench sweep`` record against the base, per market and measure, paired by
     seed (the same seed is the same initial network and, on a synthetic market, the same market):
-    the mean paired difference, the record's own non-overlap verdict, the paired t-test's p-value and
-    its Holm adjustment over **all** the comparisons of the table. ``holm_verdict`` is "higher" or
-    "lower" only where the adjusted p-value is below ``level``."""
+    the mean paired difference, the non-overlap verdict (`finrl_tutorial.bench.sweep.verdict`,
+    recomputed from the seeds' values: older records stored "tie" where the ranges overlap), the
+    paired t-test's p-value and its Holm adjustment over **all** the comparisons of the table.
+    ``holm_verdict`` is "higher" or "lower" only where the adjusted p-value is below ``level``, else
+    "inconclusive" (a p-value above the level is no evidence of equality: these differences have no
+    equivalence margin, so nothing here is called a tie)."""
     from scipy import stats  # here, not at the top: `import finrl_tutorial` stays quick for the CLI
+
+    from ..bench.sweep import verdict
 
     values = {(run["market"], run["variant"], run["seed"], measure): run[measure]
               for run in record["runs"] for measure in measures}
@@ -101,13 +106,17 @@ def sweep_comparisons(record: dict, measures: Sequence[str] = ("final_valid_shar
             difference = variant - reference
             p = float(stats.ttest_rel(variant, reference).pvalue) if len(seeds) > 1 and difference.std() > 0 \
                 else 1.0
+            base_values = [value for (market, variant_name, _, m), value in values.items()
+                           if market == row["market"] and variant_name == base and m == measure]
+            non_overlap = (verdict([values[(row["market"], row["variant"], s, measure)] for s in row["seeds"]],
+                                   base_values) if f"{measure}_vs_base" in row else "n/a")
             rows.append({"market": row["market"], "variant": row["variant"], "measure": measure,
                          "seeds": len(seeds), "mean difference": float(difference.mean()),
-                         "non-overlap verdict": row.get(f"{measure}_vs_base", "n/a"), "p (paired t)": p})
+                         "non-overlap verdict": non_overlap, "p (paired t)": p})
     table = pd.DataFrame(rows)
     table["p (Holm)"] = holm(table["p (paired t)"].tolist()).to_numpy()
     table["holm_verdict"] = np.where(table["p (Holm)"] < level,
-                                     np.where(table["mean difference"] > 0, "higher", "lower"), "tie")
+                                     np.where(table["mean difference"] > 0, "higher", "lower"), "inconclusive")
     return table
 
 
@@ -143,15 +152,25 @@ def portfolio_distance(weights: pd.DataFrame, reference: pd.DataFrame) -> float:
 REALISTIC_TARGETS = {(0.05, 30): 0.8, (0.03, 30): 0.5, (0.05, 100): 0.8}
 
 
+def _verdict(ci: Mapping, margin: float | None) -> str:
+    """The verdict of a stored Sharpe-difference interval, recomputed from its bounds
+    (`finrl_tutorial.metrics.stored_verdict`; the records' own strings predate the tie margin)."""
+    from ..metrics import stored_verdict
+
+    return stored_verdict(ci, margin)
+
+
 def _interval_text(ci: Mapping) -> str:
     return f"{ci['difference']:+.2f} [{ci['low']:+.2f}, {ci['high']:+.2f}]"
 
 
-def walkforward_table(record: Mapping) -> pd.DataFrame:
+def walkforward_table(record: Mapping, margin: float | None = None) -> pd.DataFrame:
     """One row per test year of a ``bench walkforward`` record, then the pooled row: the years
     trained on and validated on, equal-weight buy-and-hold's return and Sharpe that year, the
     agent's test Sharpe (mean ± std over seeds), the untrained agent's, and the paired
-    block-bootstrap interval of each against equal-weight buy-and-hold with its verdict."""
+    block-bootstrap interval of each against equal-weight buy-and-hold with its verdict, recomputed
+    from the interval with the tie margin ``margin`` (None: the interval's own, else
+    `finrl_tutorial.metrics.TIE_MARGIN`)."""
     years = record["summary"]["years"]
     rows = []
     for row in years:
@@ -166,8 +185,9 @@ def walkforward_table(record: Mapping) -> pd.DataFrame:
             "buy-and-hold Sharpe": f"{hold['sharpe_ratio']['mean']:.2f}",
             "agent Sharpe (seeds)": f"{agent['mean']:.2f} ± {agent['std']:.2f}",
             "untrained Sharpe": f"{untrained['mean']:.2f}",
-            "agent − buy-and-hold [95 %]": _interval_text(ci), "agent verdict": ci["verdict"],
-            "untrained − buy-and-hold [95 %]": _interval_text(ci_untrained), "untrained verdict": ci_untrained["verdict"],
+            "agent − buy-and-hold [95 %]": _interval_text(ci), "agent verdict": _verdict(ci, margin),
+            "untrained − buy-and-hold [95 %]": _interval_text(ci_untrained),
+            "untrained verdict": _verdict(ci_untrained, margin),
         })
     pooled = record["summary"].get("pooled")
     if pooled:
@@ -175,9 +195,9 @@ def walkforward_table(record: Mapping) -> pd.DataFrame:
         rows.append({"test year": f"pooled ({pooled['days']} days)", "trained on": "", "validated on": "",
                      "buy-and-hold return": "", "buy-and-hold Sharpe": "", "agent Sharpe (seeds)": "",
                      "untrained Sharpe": "",
-                     "agent − buy-and-hold [95 %]": _interval_text(ci), "agent verdict": ci["verdict"],
+                     "agent − buy-and-hold [95 %]": _interval_text(ci), "agent verdict": _verdict(ci, margin),
                      "untrained − buy-and-hold [95 %]": _interval_text(ci_untrained),
-                     "untrained verdict": ci_untrained["verdict"]})
+                     "untrained verdict": _verdict(ci_untrained, margin)})
     return pd.DataFrame(rows).set_index("test year")
 
 
@@ -195,11 +215,15 @@ def walkforward_checkpoints(record: Mapping) -> dict:
             "first_validation_env_steps": min(first), "total_steps": record["total_steps"], "chosen": chosen}
 
 
-def walkforward_verdicts(record: Mapping, key: str = "agent_vs_equal_weight") -> dict[str, str]:
-    """The verdict of interval ``key`` per test year and pooled: ``{"2017": "tie", ..., "pooled": ...}``."""
-    verdicts = {str(row["year"]): row["intervals"][key]["verdict"] for row in record["summary"]["years"]}
+def walkforward_verdicts(record: Mapping, key: str = "agent_vs_equal_weight",
+                         margin: float | None = None) -> dict[str, str]:
+    """The verdict of interval ``key`` per test year and pooled, ``{"2017": "inconclusive", ...,
+    "pooled": "tie"}``: recomputed from each stored interval's bounds with the tie margin
+    ``margin`` (None: the interval's own, else `finrl_tutorial.metrics.TIE_MARGIN`), never read
+    from the record's verdict string (written when every interval containing 0 was a tie)."""
+    verdicts = {str(row["year"]): _verdict(row["intervals"][key], margin) for row in record["summary"]["years"]}
     if "pooled" in record["summary"]:
-        verdicts["pooled"] = record["summary"]["pooled"]["intervals"][key]["verdict"]
+        verdicts["pooled"] = _verdict(record["summary"]["pooled"]["intervals"][key], margin)
     return verdicts
 
 
@@ -211,8 +235,10 @@ def _full_budget_rows(summary: Sequence[Mapping], select: str) -> list[Mapping]:
 def realistic_learning_table(record: Mapping, select: str = "best") -> pd.DataFrame:
     """One row per (ic, stocks, learner) cell of a realistic ``bench learn`` record at the full
     budget, checkpoint chosen by ``select``: markets that finished, the capture of the informed
-    oracle per market and pooled, the capture of the simple oracle (pooled), how many markets the
-    agent beat buy-and-hold on by its interval, the two oracles' mean test excess, and the target
+    oracle per market and pooled, the capture of the signal rule (pooled; the market's own rule,
+    equal weight in every stock whose expected return is >= 0), how many markets the agent beat
+    buy-and-hold on by its interval, the informed oracle's and the signal rule's mean test excess,
+    and the target
     (`REALISTIC_TARGETS`) with whether the pooled informed capture meets it."""
     rows = []
     for row in _full_budget_rows(record["summary"], select):
@@ -224,10 +250,10 @@ def realistic_learning_table(record: Mapping, select: str = "best") -> pd.DataFr
             "informed oracle captured, per market": ", ".join(f"{v:.2f}" for v in row.get("informed_captures", [])
                                                               if v is not None),
             "informed oracle captured (pooled)": informed,
-            "simple oracle captured (pooled)": row["capture_pooled"],
+            "signal rule captured (pooled)": row["capture_pooled"],
             "beats buy-and-hold": f"{row['beats_buy_and_hold']} of {row['seeds']}",
             "agent excess": row["test_excess_mean"], "informed oracle excess": row.get("informed_excess_mean"),
-            "simple oracle excess": row["oracle_excess_mean"],
+            "signal rule excess": row["oracle_excess_mean"],
             "target": target, "target met": None if target is None or informed is None else bool(informed >= target),
         })
     return pd.DataFrame(rows).set_index(["ic", "stocks", "learner"])
@@ -236,18 +262,18 @@ def realistic_learning_table(record: Mapping, select: str = "best") -> pd.DataFr
 def informed_oracle_table(record: Mapping) -> pd.DataFrame:
     """The oracles of a realistic ``bench learn`` record, one row per market (whether or not an
     agent finished there): the informed rule chosen on validation, its validation and test excess
-    over buy-and-hold, and the simple oracle's test excess."""
+    over buy-and-hold, and the signal rule's test excess."""
     rows = [{"ic": m["ic"], "stocks": m["stocks"], "market (seed)": m["seed"], "informed rule (chosen on validation)":
              m["informed_rule"], "informed valid excess": m["informed_valid_excess"],
-             "informed test excess": m["informed_test_excess"], "simple oracle test excess": m["simple_oracle_test_excess"]}
+             "informed test excess": m["informed_test_excess"], "signal rule test excess": m["simple_oracle_test_excess"]}
             for m in record["oracles"]["markets"]]
     return pd.DataFrame(rows).sort_values(["ic", "stocks", "market (seed)"]).set_index(["ic", "stocks", "market (seed)"])
 
 
 def planted_edge_reading(learn: Mapping, select: str = "best") -> dict:
     """The strong planted edges of ``bench_learn.json`` at the default budget: the range of the
-    pooled capture of the simple oracle over the signal families (PPO and A2C), the number of
-    (family, learner) cells, and the agent's and the oracle's excess on the control market."""
+    pooled capture of the signal rule over the signal families (PPO and A2C), the number of
+    (family, learner) cells, and the agent's and the signal rule's excess on the control market."""
     budget = max(row["run_steps"] for row in learn["summary"] if row["learner"] in ("ppo", "a2c"))
     rows = [row for row in _full_budget_rows(learn["summary"], select) if row["run_steps"] == budget]
     planted = [row for row in rows if row["family"] != "none"]
@@ -261,36 +287,43 @@ def planted_edge_reading(learn: Mapping, select: str = "best") -> dict:
             "control_oracle_excess": [row["oracle_excess_mean"] for row in control]}
 
 
-def three_answers(learn: Mapping, realistic: Mapping, walkforward: Mapping) -> list[str]:
+#: How a verdict against buy-and-hold reads in a sentence.
+VERDICT_PHRASES = {"beats": "beats buy-and-hold", "loses": "loses to buy-and-hold", "tie": "a tie with buy-and-hold",
+                   "inconclusive": "inconclusive against buy-and-hold"}
+
+
+def three_answers(learn: Mapping, realistic: Mapping, walkforward: Mapping,
+                  margin: float | None = None) -> list[str]:
     """The three sentences chapter 1 ends its yardsticks with, each computed from its record: what
-    the agent captures of a planted strong edge, of a realistic one, and what real data says."""
+    the agent captures of a planted strong edge, of a realistic one, and what real data says (the
+    walk-forward verdicts recomputed with the tie margin ``margin``, as `walkforward_verdicts`)."""
     strong = planted_edge_reading(learn)
     cells = realistic_learning_table(realistic)
-    verdicts = walkforward_verdicts(walkforward)
-    untrained = walkforward_verdicts(walkforward, "untrained_vs_equal_weight")
+    verdicts = walkforward_verdicts(walkforward, margin=margin)
+    untrained = walkforward_verdicts(walkforward, "untrained_vs_equal_weight", margin=margin)
     realistic_parts = []
     for (ic, stocks, learner), row in cells.iterrows():
         target = "" if row["target"] is None or pd.isna(row["target"]) else \
             f" (target {row['target']:.1f}: {'met' if row['target met'] else 'not met'})"
         markets = f"{row['markets']} market" + ("s" if row["markets"] != 1 else "")
-        simple = row["simple oracle captured (pooled)"]
-        simple = (f"{simple:.2f} of the simple oracle's" if simple is not None and not pd.isna(simple) else
-                  "the simple oracle made no excess return there, pooled")
+        simple = row["signal rule captured (pooled)"]
+        simple = (f"{simple:.2f} of the signal rule's" if simple is not None and not pd.isna(simple) else
+                  "the signal rule made no excess return there, pooled")
         realistic_parts.append(f"IC {ic:g} × {stocks} stocks, {markets}: "
                                f"{row['informed oracle captured (pooled)']:.2f} of the informed oracle's excess return{target}, "
                                f"{simple}")
     years = [year for year in verdicts if year != "pooled"]
     same = len(set(verdicts.values())) == 1
     real = (f"on real data (sse15, test years {', '.join(years)}): "
-            + (f"a {verdicts[years[0]]} in every year and pooled" if same else
+            + (f"{VERDICT_PHRASES[verdicts[years[0]]]} in every year and pooled" if same else
                ", ".join(f"{year} {verdict}" for year, verdict in verdicts.items()))
-            + (", and the untrained network ties as well." if set(untrained.values()) == {"tie"} else "."))
+            + (", and the untrained network's verdicts are the same." if untrained == verdicts else "."))
     return [
         f"On a strong planted edge (daily IC {', '.join(f'{v:g}' for v in strong['ic'])} on "
         f"{', '.join(map(str, strong['stocks']))} stocks, {strong['cells']} family × learner cells): the agent "
-        f"earns {strong['capture_min']:.2f} to {strong['capture_max']:.2f} times the simple oracle's excess return "
-        "(pooled over the markets): it beats that rule, so this shows that it learns, not how close it gets to "
-        "the best possible.",
+        f"earns {strong['capture_min']:.2f} to {strong['capture_max']:.2f} times the signal rule's excess return "
+        "(pooled over the markets; the rule that knows the sign of each expected return): it beats that rule, "
+        "so this shows that it learns, not how close it gets to the best possible.",
         "At realistic strength, against the informed oracle (the best rule on validation that knows the true "
         "expected returns): " + "; ".join(realistic_parts) + ".",
         real[0].upper() + real[1:],
@@ -375,8 +408,9 @@ def paired_by_family(learn: Mapping, comparisons: Mapping[str, tuple[tuple, tupl
     `paired_captures`. Each row: the (family, market) pairs, the mean difference in capture (a − b)
     with its 95 % t-interval, the one-sample t-test's p-value on the differences and its Holm
     adjustment over all the per-family rows of the table (the "all families" rows are summaries,
-    not further tests). ``verdict`` is "a ahead" / "b ahead" only where the Holm-adjusted p-value is
-    below ``level`` (per family) or the interval excludes 0 (all families), else "tie"."""
+    not further tests). ``verdict`` is "first ahead" / "second ahead" only where the Holm-adjusted
+    p-value is below ``level`` (per family) or the interval excludes 0 (all families), else
+    "inconclusive": a difference in capture has no equivalence margin, so none is called a tie."""
     from scipy import stats  # here, not at the top: `import finrl_tutorial` stays quick for the CLI
 
     rows = []
@@ -396,5 +430,6 @@ def paired_by_family(learn: Mapping, comparisons: Mapping[str, tuple[tuple, tupl
     table["p (Holm)"] = math.nan
     table.loc[per_family, "p (Holm)"] = adjusted.to_numpy()
     significant = np.where(per_family, table["p (Holm)"] < level, (table["low"] > 0) | (table["high"] < 0))
-    table["verdict"] = np.where(significant, np.where(table["mean difference"] > 0, "first ahead", "second ahead"), "tie")
+    table["verdict"] = np.where(significant, np.where(table["mean difference"] > 0, "first ahead", "second ahead"),
+                                "inconclusive")
     return table.set_index(["comparison", "family"])

@@ -17,7 +17,7 @@ from ..backtest.runner import TABLE_COLUMNS, agent_policy, backtest
 from ..data.clean import PreparedMarket, check_split_lengths
 from ..envs import EnvConfig
 from ..errors import RunFolderError, check_int
-from ..metrics import sharpe_difference_ci
+from ..metrics import TIE_MARGIN, check_margin, sharpe_difference_ci
 from ..plots import plot_band, plot_equity, plot_weights
 from ..provenance import machine
 from .checkpoint import config_to_dict
@@ -40,7 +40,8 @@ def run_experiment(market: PreparedMarket, config: PPOConfig, env_config: EnvCon
                    out_dir: str | Path = "runs/default", seeds: int = 1, eval_every: int = EVAL_EVERY,
                    progress: bool = True, workers: int = 0, distributed=None, resume: bool = False,
                    overwrite: bool = False, min_split_days: int = MIN_SPLIT_DAYS, worker_pool_factory=None,
-                   run: Run | None = None, learner_threads: int | None = None) -> dict:
+                   run: Run | None = None, learner_threads: int | None = None,
+                   tie_margin: float = TIE_MARGIN) -> dict:
     """Train ``seeds`` runs (seed, seed+1, …) and backtest each on ``market.test``.
 
     Writes to ``out_dir``: ``report.json`` (with the bootstrap interval of the agent's Sharpe
@@ -54,16 +55,18 @@ def run_experiment(market: PreparedMarket, config: PPOConfig, env_config: EnvCon
     ``workers``) and handed to every seed's `train`; the folder
     is locked for the whole experiment. ``worker_pool_factory(seed)``: a `Collector` of your own
     per seed instead of ``workers`` (closed after its seed). Every split needs ``min_split_days``
-    trading days.
+    trading days. ``tie_margin``: the equivalence margin (annualised Sharpe) under which the
+    interval against buy-and-hold is called a tie (`finrl_tutorial.metrics.TIE_MARGIN`).
     """
     check_int("run_experiment", "seeds", seeds, minimum=1)
+    tie_margin = check_margin(tie_margin)
     check_split_lengths(market, min_split_days)
     env_config = env_config or EnvConfig()
     with given_or_open(run, market, config, env_config, out_dir=out_dir, resume=resume, overwrite=overwrite,
                        distributed=distributed, workers=workers, eval_every=eval_every,
                        learner_threads=learner_threads) as run:
         return _run_experiment(market, config, env_config, run, Path(out_dir), seeds, progress,
-                               worker_pool_factory, resume)
+                               worker_pool_factory, resume, tie_margin)
 
 
 def _settings(market, run: Run, config, env_config, seed_list) -> dict:
@@ -117,7 +120,7 @@ def _seed_resumes(seed_dir: Path) -> bool:
 
 
 def _run_experiment(market, config, env_config, run: Run, out_dir: Path, seeds, progress,
-                    worker_pool_factory, resume) -> dict:
+                    worker_pool_factory, resume, tie_margin) -> dict:
     is_main = run.context.is_main
     seed_list = [config.seed + k for k in range(seeds)]
     settings = _settings(market, run, config, env_config, seed_list)
@@ -153,7 +156,7 @@ def _run_experiment(market, config, env_config, run: Run, out_dir: Path, seeds, 
     # the untrained policy differs by seed: its mean over the seeds, like the agent's
     baselines = {"untrained_agent": _mean_std([bt.metrics["untrained_agent"] for bt in backtests])[0]} | baselines
     reference = backtests[0].records["equal_weight_buy_and_hold"].wealth
-    versus = sharpe_difference_ci([bt.records["agent"].wealth for bt in backtests], reference)
+    versus = sharpe_difference_ci([bt.records["agent"].wealth for bt in backtests], reference, margin=tie_margin)
     best = max(range(seeds), key=lambda i: results[i].best_valid_sharpe)
     if seeds > 1:
         source = out_dir / f"seed_{seed_list[best]}" / "checkpoints" / "best.pt"
