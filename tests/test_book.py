@@ -60,8 +60,8 @@ GLOSSARY = ROOT / "book" / "glossary.md"
 GLOSSARY_TERMS = ("sharpe", "sortino", "calmar", "daily-turnover", "approximate-kl", "clip-fraction", "rank",
                   "all-reduce", "env-step", "episode-days-vs-horizon-length", "excess-return", "oracle-capture",
                   "survivorship-bias", "non-overlap-rule-and-holm-correction",
-                  "block-bootstrap-and-confidence-interval", "walk-forward", "information-coefficient-ic",
-                  "informed-oracle", "deflated-sharpe-ratio", "probability-of-backtest-overfitting-pbo",
+                  "block-bootstrap-and-confidence-interval", "tie", "inconclusive", "walk-forward",
+                  "information-coefficient-ic", "signal-rule", "informed-oracle", "deflated-sharpe-ratio", "probability-of-backtest-overfitting-pbo",
                   "policy-value-and-advantage", "truncation-and-termination", "a-share-trading-terms")
 #: The machine() keys a JSON-lines record carries at its top level (or inside a ``machine`` dict).
 MACHINE_KEYS = ("cpu_count", "platform", "torch")
