@@ -354,9 +354,9 @@ TIE_MARGIN = 0.25
 """The equivalence margin of a Sharpe difference, in annualised Sharpe: two strategies "tie" only
 when the whole interval of their difference lies within ±0.25. A stated choice, not something the
 data decide: a quarter of a unit of annualised Sharpe is a difference most readers would call
-small, while one year of daily returns pins a single Sharpe down only to about ±1 (its standard
-error is about √((1 + SR²/2) / years), Lo 2002), so only paired, strongly correlated curves or
-several years reach an interval that narrow. It is a parameter (``margin``; ``train
+small, while one year of daily returns pins a single Sharpe down only to a standard error of
+about 1 (√((1 + SR²/2) / years), Lo 2002), so only paired, strongly correlated curves or several
+years reach an interval that narrow. It is a parameter (``margin``; ``train
 --tie-margin``): a tighter or wider one changes which wide intervals are called ties, never a
 "beats" or a "loses"."""
 
