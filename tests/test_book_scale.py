@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from finrl_tutorial.book import read_records, reader_command, scale
+from finrl_tutorial.errors import InputError
 from finrl_tutorial.training.workers import DEFAULT_LEARNER_THREADS
 
 
@@ -92,3 +93,56 @@ def test_reader_command_moves_only_a_temporary_output_under_runs(folders, name, 
 def test_reader_command_leaves_a_command_without_out_alone():
     command = "python -m finrl_tutorial bench train --num-envs 16 64 --stocks 15"
     assert reader_command(command) == command
+
+
+def _peer(measurement: str, label: str, library: str, runs: list[float], num_envs: int | None = None, **extra):
+    record = {"bench": "peers", "measurement": measurement, "label": label, "library": library, "runs": runs,
+              "env_steps_per_s": sorted(runs)[len(runs) // 2], **extra}
+    return record | ({"num_envs": num_envs} if num_envs is not None else {})
+
+
+def test_peer_comparisons_set_two_libraries_side_by_side_only_at_the_same_accounts():
+    records = read_records("bench_peers.jsonl")
+    table = scale.peer_comparisons(records)
+    by_label = {r["label"]: r for r in records if "label" in r}
+    for label, row in table.iterrows():
+        numerator, baseline = by_label[row["numerator"]], by_label[row["baseline"]]
+        if numerator["library"] != baseline["library"]:
+            assert row["compares"] == "same accounts", label
+            assert numerator.get("num_envs", 1) == baseline.get("num_envs", 1), label
+        assert label.count(" ÷ ") == 1  # every ratio names its baseline
+    # the record's cross-count ratio (the batched env at 4,096 accounts over FinRL's one) is not among them
+    assert not ((table["numerator"] == "our_env_vec_4096") & (table["baseline"] == "finrl_env")).any()
+    single = table[(table["numerator"] == "our_env_single") & (table["baseline"] == "finrl_env")].iloc[0]
+    assert single["ratio of medians"] == pytest.approx(
+        by_label["our_env_single"]["env_steps_per_s"] / by_label["finrl_env"]["env_steps_per_s"])
+
+
+def test_peer_comparisons_read_round_by_round_ratios_and_call_a_crossing_a_tie():
+    records = [_peer("our_env", "our_env_single", "finrl_tutorial", [10.0, 10.0, 10.0], 1),
+               _peer("finrl_env", "finrl_env", "finrl", [5.0, 8.0, 12.0], 1),
+               _peer("our_env", "our_env_vec_64", "finrl_tutorial", [100.0, 200.0, 300.0], 64)]
+    table = scale.peer_comparisons(records)
+    one = table[table["baseline"] == "finrl_env"].iloc[0]
+    assert (one["round by round: min"], one["max"], one["verdict"]) == (pytest.approx(10 / 12), 2.0, "tie")
+    batching = table[table["compares"] == "batching, ours"].iloc[0]
+    assert (batching["ratio of medians"], batching["verdict"]) == (20.0, "faster")
+
+
+def test_peer_comparisons_refuse_a_record_with_nothing_alike():
+    records = [_peer("finrl_env", "finrl_env", "finrl", [5.0], 1),
+               _peer("elegantrl_env", "elegantrl_env_64", "elegantrl", [50.0], 64)]
+    with pytest.raises(InputError, match="like with like"):
+        scale.peer_comparisons(records)
+    with pytest.raises(InputError, match="different numbers of rounds"):
+        scale.peer_comparisons([_peer("our_env", "our_env_single", "finrl_tutorial", [1.0, 2.0], 1),
+                                _peer("finrl_env", "finrl_env", "finrl", [1.0], 1)])
+
+
+def test_peer_ppo_layouts_give_the_gradient_steps_per_sample_of_each_loop():
+    layouts = scale.peer_ppo_layouts(read_records("bench_peers.jsonl"))
+    sb3 = layouts.loc["SB3's PPO on FinRL's env (1)"]
+    assert sb3["gradient steps / 1,000 samples"] == pytest.approx(1000 * 10 * (2048 // 64) / 2048)
+    ours = layouts.loc["our PPO (64)"]
+    assert (ours["accounts"], ours["samples / iteration"]) == (64, 64 * 64)
+    assert ours["gradient steps / 1,000 samples"] == pytest.approx(1000 * 4 * 4 / 4096)

@@ -9,7 +9,10 @@ Chapters 4, 5, 6 and 8 read the same record with the same functions:
 * `phase_table` — where an iteration's seconds go (rollout, transfer, update, all-reduce,
   waiting) in each layout;
 * `fit_cost_model` / `CostModel` — a three-number model of an iteration, fitted to the phases of
-  one and two processes, and its projection to more processes (`project`, `plot_projection`).
+  one and two processes, and its projection to more processes (`project`, `plot_projection`);
+* `peer_comparisons` / `peer_ppo_layouts` — a ``bench peers`` record read like with like: every
+  ratio between two measurements of the same number of accounts (or within one library), each
+  named with its baseline.
 
 All functions are pure: records in, tables, numbers or a figure out. The chapters read
 `SCALE_RECORD`, measured on a quiet machine; `LOADED_SCALE_RECORD`, the same command on the same
@@ -28,10 +31,11 @@ from ..bench.scale import PHASES, scale_label
 from ..errors import InputError
 
 SCALE_RECORD = "bench_scale_quiet.jsonl"
-"""The ``bench scale`` record the scale-out chapters read: 2 CPU cores, load average 1.1-1.5."""
+"""The ``bench scale`` record the scale-out chapters read: 2 CPU cores, quiet (each record holds its
+load average; the chapters print them)."""
 
 LOADED_SCALE_RECORD = "bench_scale.jsonl"
-"""The same command on the same 2-core machine at load average 13-25: what load does, not speed."""
+"""The same command on the same 2-core machine under heavy load: what load does, not speed."""
 
 BASELINE_LAYOUT = "trainer"
 """The single-process configuration every speed-up of the scale-out chapters is measured against."""
@@ -373,3 +377,100 @@ def same_work_seconds(records: Iterable[dict], layout: str) -> dict:
     trainer = trainers[-1]
     return {"trainer": trainer["phases"]["rollout"], layout: one["phases"]["rollout"],
             "ratio": trainer["phases"]["rollout"] / one["phases"]["rollout"], "envs": int(one["envs_per_process"])}
+
+
+PEER_NAMES = {"finrl_env": "FinRL's StockTradingEnv", "elegantrl_env": "ElegantRL's vectorised env",
+              "our_env": "our env", "sb3_ppo_finrl_env": "SB3's PPO on FinRL's env",
+              "sb3_ppo_our_env": "SB3's PPO on our single env", "our_ppo": "our PPO"}
+"""How the chapters name each ``bench peers`` measurement."""
+
+
+def _peer_rate(record: dict) -> float:
+    value = record.get("env_steps_per_s")
+    return float(value if value is not None else record["samples_per_s"])
+
+
+def _peer_name(record: dict) -> str:
+    name = PEER_NAMES.get(record["measurement"], record["measurement"])
+    if record["measurement"] == "our_env":
+        return "our single env" if record["num_envs"] == 1 else "our batched env"
+    return name
+
+
+def peer_comparisons(peer_records: Iterable[dict]) -> pd.DataFrame:
+    """A ``bench peers`` record read like with like, one row per ratio, each named ``"X ÷ baseline"``:
+
+    * ``same accounts``: two libraries' envs at the same number of accounts (our single env against
+      FinRL's one-account env; our batched env against ElegantRL's vectorised env at each count both
+      ran);
+    * ``batching, ours`` / ``batching, ElegantRL``: what more accounts per call add within one
+      library (against its own smallest count);
+    * ``same learner, one account``: SB3's PPO with the same settings on our env and on FinRL's;
+    * ``batching, our PPO``: our loop at more accounts against its own smallest count.
+
+    No ratio sets different numbers of accounts of different libraries against each other. Columns:
+    what is compared, the accounts of each side, the ratio of the medians, the range of the
+    round-by-round ratios (``bench peers`` times every measurement once per round, so run *i* of
+    every record comes from round *i*) and the verdict (``faster``/``slower`` only if every round
+    says so, else ``tie``)."""
+    records = [r for r in peer_records if "runs" in r and "label" in r]
+    by_label = {r["label"]: r for r in records}
+
+    def of(measurement: str) -> dict[int, dict]:
+        return {int(r.get("num_envs") or 1): r for r in records if r["measurement"] == measurement}
+
+    ours, finrl, elegant = of("our_env"), of("finrl_env"), of("elegantrl_env")
+    ppo = of("our_ppo")
+    rows: dict[str, dict] = {}
+
+    def add(kind: str, numerator: dict, denominator: dict) -> None:
+        if len(numerator["runs"]) != len(denominator["runs"]):
+            raise InputError(f"{numerator['label']} and {denominator['label']} have different numbers of rounds")
+        rounds = [a / b for a, b in zip(numerator["runs"], denominator["runs"])]
+        accounts = [int(r.get("num_envs") or 1) for r in (numerator, denominator)]
+        label = (f"{_peer_name(numerator)} ({accounts[0]:,}) ÷ {_peer_name(denominator)} ({accounts[1]:,})")
+        rows[label] = {"compares": kind, "accounts": accounts[0] if accounts[0] == accounts[1] else
+                       f"{accounts[0]:,} vs {accounts[1]:,}", "numerator": numerator["label"],
+                       "baseline": denominator["label"], "ratio of medians": _peer_rate(numerator) / _peer_rate(denominator),
+                       "round by round: min": min(rounds), "max": max(rounds), "verdict": _verdict(rounds)}
+
+    if 1 in ours and 1 in finrl:
+        add("same accounts", ours[1], finrl[1])
+    for n in sorted(set(ours) & set(elegant)):
+        add("same accounts", ours[n], elegant[n])
+    for library, counts in (("ours", ours), ("ElegantRL", elegant)):
+        smallest = min(counts) if counts else None
+        for n in sorted(counts):
+            if n != smallest:
+                add(f"batching, {library}", counts[n], counts[smallest])
+    if "sb3_ppo_our_env" in by_label and "sb3_ppo_finrl_env" in by_label:
+        add("same learner, one account", by_label["sb3_ppo_our_env"], by_label["sb3_ppo_finrl_env"])
+    for n in sorted(ppo):
+        if n != min(ppo):
+            add("batching, our PPO", ppo[n], ppo[min(ppo)])
+    if not rows:
+        raise InputError("the peers record holds no two measurements that can be compared like with like")
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def peer_ppo_layouts(peer_records: Iterable[dict]) -> pd.DataFrame:
+    """The PPO loops of a ``bench peers`` record with the layout each ran: accounts, samples per
+    iteration, passes over each sample, minibatch size, gradient steps per 1,000 samples and the
+    median samples/s. SB3 steps one account; ours many: no row here is a like-with-like ratio of
+    the other (the record holds no SB3 run with as many accounts as ours)."""
+    rows = {}
+    for r in peer_records:
+        if "samples_per_s" not in r or "runs" not in r:
+            continue
+        if "n_steps" in r:  # stable-baselines3: one env, n_steps per iteration
+            accounts, samples, passes, batch = 1, int(r["n_steps"]), int(r["n_epochs"]), int(r["batch_size"])
+        else:
+            accounts = int(r["num_envs"])
+            samples, passes, batch = accounts * int(r["horizon_len"]), int(r["repeat_times"]), int(r["batch_size"])
+        steps = passes * math.ceil(samples / min(batch, samples))
+        rows[f"{_peer_name(r)} ({accounts:,})"] = {
+            "accounts": accounts, "samples / iteration": samples, "passes": passes, "minibatch": batch,
+            "gradient steps / 1,000 samples": 1000 * steps / samples, "samples / s (median)": _peer_rate(r)}
+    if not rows:
+        raise InputError("the peers record holds no PPO measurement")
+    return pd.DataFrame.from_dict(rows, orient="index")
