@@ -106,7 +106,15 @@ def test_toc_lists_the_intro_and_the_chapters_in_course_order_then_the_glossary(
     assert (ROOT / "book" / "intro.md").is_file()
     assert len(CHAPTERS) >= 8
     numbers = [int(re.match(r"book/(\d\d)_", entry).group(1)) for entry in CHAPTERS]
-    assert numbers == sorted(numbers) and len(set(numbers)) == len(numbers)
+    assert numbers == sorted(numbers)
+    # one top-level entry per chapter number; a chapter's further pages are its sections, with its number
+    top = [chapter["file"] for part in TOC["parts"] for chapter in part["chapters"] if re.match(r"book/\d\d_", chapter["file"])]
+    top_numbers = [int(re.match(r"book/(\d\d)_", entry).group(1)) for entry in top]
+    assert len(set(top_numbers)) == len(top_numbers), f"two chapters share a number: {top}"
+    for part in TOC["parts"]:
+        for chapter in part["chapters"]:
+            for section in chapter.get("sections", []) or []:
+                assert section["file"][:8] == chapter["file"][:8], f"{section['file']} is a page of {chapter['file']}"
     assert PAGES[-1] == "book/glossary" and GLOSSARY.is_file(), "the glossary is the last page of the book"
     assert set(PAGES) == set(CHAPTERS) | {"book/glossary"}, f"pages that are neither chapter nor glossary: {PAGES}"
 
