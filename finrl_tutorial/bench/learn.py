@@ -42,6 +42,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import torch
+import matplotlib
 from matplotlib.figure import Figure
 
 from ..agents import make_config
@@ -281,6 +282,15 @@ def plot_capture(rows: list[dict], path, select: str = "best"):
     with no excess to capture, is left out."""
     fig = Figure(figsize=(12, 4.8), layout="constrained")
     axes = fig.subplots(1, 2, sharey=False)
+
+    def label_of(row: dict) -> str:
+        return (f"{row['learner']} {row['family']} ic {row['ic']:g}, {row.get('stocks', 10)} stocks "
+                f"({row['seeds']} markets, {row['run_steps']:,} steps)")
+
+    # one colour per cell in both panels, even where a panel has no point for it
+    labels = sorted({label_of(row) for row in rows if row["select"] == select and row["learner"] != "sb3_ppo"})
+    palette = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    colours = {label: palette[i % len(palette)] for i, label in enumerate(labels)}
     for ax, (prefix, title) in zip(axes, [("informed_", "informed oracle"), ("", "signal rule")]):
         curves: dict[str, dict[int, tuple]] = {}
         for row in rows:
@@ -288,15 +298,13 @@ def plot_capture(rows: list[dict], path, select: str = "best"):
             if row["select"] != select or row["learner"] == "sb3_ppo" or pooled is None:
                 continue
             values = [v for v in row[f"{prefix}captures"] if v is not None]
-            label = (f"{row['learner']} {row['family']} ic {row['ic']:g}, {row.get('stocks', 10)} stocks "
-                     f"({row['seeds']} markets, {row['run_steps']:,} steps)")
-            curves.setdefault(label, {})[row["env_steps"]] = (pooled, min(values), max(values))
+            curves.setdefault(label_of(row), {})[row["env_steps"]] = (pooled, min(values), max(values))
         for label, points in sorted(curves.items()):
             steps = sorted(points)
-            line, = ax.plot(steps, [points[s][0] for s in steps], marker=".",
-                            linestyle="-" if label.startswith("ppo") else "--", label=label)
+            ax.plot(steps, [points[s][0] for s in steps], marker=".", color=colours[label],
+                    linestyle="-" if label.startswith("ppo") else "--", label=label)
             ax.fill_between(steps, [points[s][1] for s in steps], [points[s][2] for s in steps],
-                            color=line.get_color(), alpha=0.12)
+                            color=colours[label], alpha=0.12)
         ax.axhline(1.0, color="black", linewidth=0.8, linestyle=":", label=f"the {title}")
         ax.axhline(0.0, color="grey", linewidth=0.8, label="buy-and-hold")
         ax.set_xlabel("env steps")

@@ -14,7 +14,7 @@ so variant and base are compared seed by seed on the same markets.
 
 Two markets (``--markets``): the embedded sse15 sample with its own splits (``sample``), and a
 synthetic market with a planted factor edge (``synthetic``, as ``bench learn`` builds it), where
-the oracle's validation Sharpe is a second reference and the oracle's excess return captured is
+the signal rule's validation Sharpe is a second reference and the signal rule's excess return captured is
 recorded (`finrl_tutorial.bench.learn.capture`). The buy-and-hold validation Sharpe is the
 reference line on both.
 
@@ -390,7 +390,7 @@ def plot_sweep(record: dict, path=None, title: str | None = None):
             oracle = [r["oracle_valid_sharpe"] for r in mine if "oracle_valid_sharpe" in r]
             if oracle:
                 ax.axhline(statistics.fmean(oracle), color="grey", linestyle="--", linewidth=1.2,
-                           label=f"oracle ({statistics.fmean(oracle):.2f})")
+                           label=f"signal rule ({statistics.fmean(oracle):.2f})")
             ax.set_title(f"{market}: {knob}" if knob else market, fontsize="medium")
             ax.grid(alpha=0.3)
             ax.legend(fontsize="x-small", loc="best")
