@@ -94,17 +94,28 @@ def test_stored_tie_strings_are_not_trusted():
     assert set(table["agent verdict"]) == {"inconclusive"} and set(table["untrained verdict"]) == {"tie"}
 
 
-def test_realistic_cells_are_judged_against_their_targets():
+def test_realistic_cells_read_the_full_budget_of_the_default_run_length():
     row = {"summary": True, "family": "factor", "ic": 0.05, "stocks": 30, "learner": "ppo", "select": "best",
            "env_steps": 300_000, "run_steps": 300_000, "seeds": 2, "capture_pooled": 1.1,
-           "informed_capture_pooled": 0.85, "informed_captures": [0.8, 0.9], "beats_buy_and_hold": 2,
-           "test_excess_mean": 0.2, "informed_excess_mean": 0.25, "oracle_excess_mean": 0.18}
-    early = dict(row, env_steps=100_000, informed_capture_pooled=0.1)
+           "informed_capture_pooled": 0.85, "informed_captures": [0.8, 0.9], "informed_capture_min": 0.8,
+           "informed_capture_max": 0.9, "beats_buy_and_hold": 2, "test_excess_mean": 0.2,
+           "informed_excess_mean": 0.25, "oracle_excess_mean": 0.18, "train_seconds": 120.0}
+    early = dict(row, env_steps=100_000, informed_capture_pooled=0.1, train_seconds=40.0)
     table = teaching.realistic_learning_table({"summary": [row, early]})
     assert len(table) == 1  # the full budget only
-    assert bool(table["target met"].iloc[0]) is True and table["beats buy-and-hold"].iloc[0] == "2 of 2"
-    below = teaching.realistic_learning_table({"summary": [dict(row, informed_capture_pooled=0.79)]})
-    assert bool(below["target met"].iloc[0]) is False
+    assert table["informed oracle captured (pooled)"].iloc[0] == 0.85 and table["beats buy-and-hold"].iloc[0] == "2 of 2"
+    assert not any("target" in column for column in table.columns)
+    # a cell run at two lengths: the default length by default, the other one on request
+    longer = dict(row, env_steps=900_000, run_steps=900_000, informed_capture_pooled=0.95)
+    longer_early = dict(longer, env_steps=300_000, informed_capture_pooled=0.3)
+    record = {"summary": [row, early, longer, longer_early]}
+    assert teaching.realistic_learning_table(record)["env-steps"].tolist() == [300_000]
+    assert teaching.realistic_learning_table(record, run_steps=900_000)["informed oracle captured (pooled)"].tolist() == [0.95]
+    budgets = teaching.budget_table(record, 0.05, 30)
+    assert list(budgets.index) == [(300_000, 100_000), (300_000, 300_000), (900_000, 300_000), (900_000, 900_000)]
+    assert budgets.loc[(900_000, 300_000), "informed oracle captured (pooled)"] == 0.3
+    with pytest.raises(ValueError, match="no ppo cell"):
+        teaching.budget_table(record, 0.03, 30)
 
 
 def test_overfitting_table_reads_the_sweep_record():

@@ -18,9 +18,9 @@ import torch
 
 __all__ = ["t_interval", "holm", "chance_of_no_overlap", "paired_captures", "sweep_comparisons",
            "parameter_distance", "portfolio_distance", "walkforward_table", "walkforward_checkpoints",
-           "walkforward_verdicts", "realistic_learning_table", "informed_oracle_table", "planted_edge_reading",
+           "walkforward_verdicts", "realistic_learning_table", "budget_table", "informed_oracle_table", "planted_edge_reading",
            "three_answers", "overfitting_table", "pbo_example", "reader_command", "paired_by_family",
-           "REALISTIC_TARGETS", "VERDICT_PHRASES"]
+           "VERDICT_PHRASES"]
 
 
 def t_interval(values: Sequence[float], level: float = 0.95) -> dict:
@@ -147,11 +147,6 @@ def portfolio_distance(weights: pd.DataFrame, reference: pd.DataFrame) -> float:
 # `bench_learn.json` / `bench_learn_realistic.json` (planted edges against their oracles) and the
 # ``overfitting`` part of `bench_sweep.json` (what choosing the best checkpoint is worth).
 
-#: The capture of the informed oracle that the learning benchmark aims at, per (ic, stocks):
-#: the targets the realistic record was run against (5 markets per cell were planned).
-REALISTIC_TARGETS = {(0.05, 30): 0.8, (0.03, 30): 0.5, (0.05, 100): 0.8}
-
-
 def _verdict(ci: Mapping, margin: float | None) -> str:
     """The verdict of a stored Sharpe-difference interval, recomputed from its bounds
     (`finrl_tutorial.metrics.stored_verdict`; the records' own strings predate the tie margin)."""
@@ -232,31 +227,58 @@ def _full_budget_rows(summary: Sequence[Mapping], select: str) -> list[Mapping]:
             and row["learner"] != "sb3_ppo"]
 
 
-def realistic_learning_table(record: Mapping, select: str = "best") -> pd.DataFrame:
+def realistic_learning_table(record: Mapping, select: str = "best", run_steps: int | None = None) -> pd.DataFrame:
     """One row per (ic, stocks, learner) cell of a realistic ``bench learn`` record at the full
-    budget, checkpoint chosen by ``select``: markets that finished, the capture of the informed
-    oracle per market and pooled, the capture of the signal rule (pooled; the market's own rule,
-    equal weight in every stock whose expected return is >= 0), how many markets the agent beat
-    buy-and-hold on by its interval, the informed oracle's and the signal rule's mean test excess,
-    and the target
-    (`REALISTIC_TARGETS`) with whether the pooled informed capture meets it."""
+    budget of its runs, checkpoint chosen by ``select``: markets that finished, the capture of the
+    informed oracle per market and pooled, the capture of the signal rule (pooled; the market's own
+    rule, equal weight in every stock whose expected return is >= 0), how many markets the agent beat
+    buy-and-hold on by its interval, and the informed oracle's and the signal rule's mean test excess.
+    A cell run at several lengths (``bench learn`` keeps runs of another length apart: their
+    learning-rate schedules differ) is read at ``run_steps`` (default: the package's default
+    budget, `PPOConfig.total_steps`); `budget_table` shows all of them."""
+    if run_steps is None:
+        from ..agents import PPOConfig
+
+        run_steps = PPOConfig().total_steps
     rows = []
-    for row in _full_budget_rows(record["summary"], select):
-        target = REALISTIC_TARGETS.get((row["ic"], row.get("stocks", 10)))
-        informed = row.get("informed_capture_pooled")
+    full = _full_budget_rows(record["summary"], select)
+    lengths: dict[tuple, set] = {}
+    for row in full:
+        lengths.setdefault((row["ic"], row.get("stocks", 10), row["learner"]), set()).add(row["run_steps"])
+    for row in full:
+        if len(lengths[(row["ic"], row.get("stocks", 10), row["learner"])]) > 1 and row["run_steps"] != run_steps:
+            continue
         rows.append({
             "ic": row["ic"], "stocks": row.get("stocks", 10), "learner": row["learner"],
             "markets": row["seeds"], "env-steps": row["run_steps"],
             "informed oracle captured, per market": ", ".join(f"{v:.2f}" for v in row.get("informed_captures", [])
                                                               if v is not None),
-            "informed oracle captured (pooled)": informed,
+            "informed oracle captured (pooled)": row.get("informed_capture_pooled"),
             "signal rule captured (pooled)": row["capture_pooled"],
             "beats buy-and-hold": f"{row['beats_buy_and_hold']} of {row['seeds']}",
             "agent excess": row["test_excess_mean"], "informed oracle excess": row.get("informed_excess_mean"),
             "signal rule excess": row["oracle_excess_mean"],
-            "target": target, "target met": None if target is None or informed is None else bool(informed >= target),
         })
     return pd.DataFrame(rows).set_index(["ic", "stocks", "learner"])
+
+
+def budget_table(record: Mapping, ic: float, stocks: int, learner: str = "ppo", select: str = "best") -> pd.DataFrame:
+    """One cell of a ``bench learn`` record read at every budget of every run length it holds: one
+    row per (run length, env-steps) with the pooled capture of the informed oracle, its lowest and
+    highest market, the markets where the agent beat buy-and-hold by its interval, the agent's mean
+    test excess and the mean training minutes to that budget."""
+    rows = [{"run length": row["run_steps"], "env-steps": row["env_steps"], "markets": row["seeds"],
+             "informed oracle captured (pooled)": row.get("informed_capture_pooled"),
+             "lowest market": row.get("informed_capture_min"), "highest market": row.get("informed_capture_max"),
+             "beats buy-and-hold": f"{row['beats_buy_and_hold']} of {row['seeds']}",
+             "agent excess": row["test_excess_mean"],
+             "training minutes": None if row.get("train_seconds") is None else row["train_seconds"] / 60}
+            for row in record["summary"]
+            if row["select"] == select and row["learner"] == learner and row["ic"] == ic
+            and row.get("stocks", 10) == stocks and row["env_steps"] > 0]
+    if not rows:
+        raise ValueError(f"the record has no {learner} cell at ic {ic:g} with {stocks} stocks")
+    return pd.DataFrame(rows).sort_values(["run length", "env-steps"]).set_index(["run length", "env-steps"])
 
 
 def informed_oracle_table(record: Mapping) -> pd.DataFrame:
@@ -303,14 +325,12 @@ def three_answers(learn: Mapping, realistic: Mapping, walkforward: Mapping,
     untrained = walkforward_verdicts(walkforward, "untrained_vs_equal_weight", margin=margin)
     realistic_parts = []
     for (ic, stocks, learner), row in cells.iterrows():
-        target = "" if row["target"] is None or pd.isna(row["target"]) else \
-            f" (target {row['target']:.1f}: {'met' if row['target met'] else 'not met'})"
         markets = f"{row['markets']} market" + ("s" if row["markets"] != 1 else "")
         simple = row["signal rule captured (pooled)"]
         simple = (f"{simple:.2f} of the signal rule's" if simple is not None and not pd.isna(simple) else
                   "the signal rule made no excess return there, pooled")
         realistic_parts.append(f"IC {ic:g} × {stocks} stocks, {markets}: "
-                               f"{row['informed oracle captured (pooled)']:.2f} of the informed oracle's excess return{target}, "
+                               f"{row['informed oracle captured (pooled)']:.2f} of the informed oracle's excess return, "
                                f"{simple}")
     years = [year for year in verdicts if year != "pooled"]
     same = len(set(verdicts.values())) == 1
