@@ -171,6 +171,7 @@ def _learn_args(*argv):
     (["--set", "gamma=2"], "--set"),
     (["--stocks", "1"], "num_stocks"),
     (["--ic", "0.7"], "ic must be in"),
+    (["--first-seed", "-1"], "--first-seed must be >= 0"),
 ])
 def test_bench_learn_refuses_what_it_cannot_run_in_one_line(argv, message):
     from finrl_tutorial.errors import InputError
@@ -178,6 +179,12 @@ def test_bench_learn_refuses_what_it_cannot_run_in_one_line(argv, message):
         learn.check_arguments(_learn_args(*argv))
     assert "\n" not in str(error.value)
     assert learn.check_arguments(_learn_args("--set", "gamma=0.5")) == {"gamma": 0.5}
+
+
+def test_bench_learn_first_seed_picks_markets_no_record_has_used():
+    default = {seed for *_, seed, _ in learn.cases_of(_learn_args("--families", "factor", "--seeds", "3"))}
+    later = {seed for *_, seed, _ in learn.cases_of(_learn_args("--families", "factor", "--seeds", "3", "--first-seed", "100"))}
+    assert default == {0, 1, 2} and later == {100, 101, 102}
 
 
 def _case(ic, stocks, seed, excess, verdict, informed=0.2, oracle=0.1):

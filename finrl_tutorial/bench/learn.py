@@ -73,6 +73,9 @@ def add_arguments(kinds) -> None:
     parser.add_argument("--ic", type=float, nargs="+", default=None,
                         help="signal strengths (default: each family's DEFAULT_STRENGTHS entry)")
     parser.add_argument("--seeds", type=int, default=5, help="markets (and learner seeds) per family and strength")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seed of the first market: markets FIRST .. FIRST+SEEDS-1 (e.g. 100 for markets "
+                             "no committed record has used)")
     parser.add_argument("--algos", nargs="+", choices=("ppo", "a2c"), default=["ppo"])
     parser.add_argument("--budgets", type=int, nargs="+", default=[50_000, 100_000, 200_000, 300_000],
                         help="env steps at which the curve is read (the run lasts the largest)")
@@ -338,7 +341,8 @@ def parse_overrides(pairs: list[str]) -> dict:
 def cases_of(args) -> list[tuple]:
     strengths = {family: (args.ic if args.ic is not None else [DEFAULT_STRENGTHS[family]]) for family in args.families}
     return [(family, ic, stocks, seed, algo) for family in args.families for stocks in args.stocks
-            for ic in strengths[family] for algo in args.algos for seed in range(args.seeds)]
+            for ic in strengths[family] for algo in args.algos
+            for seed in range(args.first_seed, args.first_seed + args.seeds)]
 
 
 SET_BY_THE_BENCHMARK = ("seed", "total_steps")
@@ -349,6 +353,8 @@ def check_arguments(args) -> dict:
     """The ``--set`` overrides, after every check that can fail before a run starts (one line each)."""
     if args.seeds < 1 or args.jobs < 1 or min(args.budgets) < 1:
         raise InputError("--seeds, --jobs and every --budgets value must be >= 1")
+    if args.first_seed < 0:
+        raise InputError(f"--first-seed must be >= 0, got {args.first_seed}")
     overrides = parse_overrides(args.set)
     fixed = sorted(set(overrides) & set(SET_BY_THE_BENCHMARK))
     if fixed:
