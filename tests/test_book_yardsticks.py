@@ -178,3 +178,70 @@ def test_paired_by_family_corrects_over_the_families_and_reads_all_pairs_by_thei
     per_family = table.drop(index="all families", level="family")
     assert (per_family["p (Holm)"] >= per_family["p (t)"].fillna(1.0)).all()
     assert set(per_family.index.get_level_values("family")) == set(pairs["family"])
+
+
+def _learn_case(algo, family, seed, agent_excess, rule_excess, run_steps=300_000):
+    point = {"env_steps": run_steps, "valid_sharpe": 1.0, "test_excess": agent_excess, "test_sharpe": 1.0}
+    return {"family": family, "ic": 0.1, "seed": seed, "algo": algo, "stocks": 10, "oracle_excess": rule_excess,
+            "curve": {"best": {"0": dict(point, env_steps=0, test_excess=0.0), str(run_steps): point}}}
+
+
+def test_signal_rule_comparison_pairs_markets_and_corrects_over_every_verdict():
+    cases = ([_learn_case("ppo", "factor", s, 0.5 + 0.01 * s, 0.2) for s in range(5)]  # +0.30 on every market
+             + [_learn_case("ppo", "momentum", s, 0.2 + d, 0.2) for s, d in enumerate([0.3, -0.3, 0.1, -0.1, 0.05])]
+             + [_learn_case("ppo", "none", s, 0.0, -0.02) for s in range(5)]  # control: no signal family
+             + [_learn_case("ppo", "factor", s, 9.0, 0.2, run_steps=100_000) for s in range(3)])  # another length
+    table = teaching.signal_rule_comparison({"cases": cases}, learners=("ppo",), run_steps=300_000)
+    assert list(table.index) == [("ppo", "factor"), ("ppo", "momentum"), ("ppo", "all families")]
+    factor = table.loc[("ppo", "factor")]
+    assert factor["markets"] == 5 and factor["mean difference"] == pytest.approx(0.32)
+    assert factor["signal rule excess"] == pytest.approx(0.2) and factor["verdict"] == "beats"
+    assert table.loc[("ppo", "momentum"), "verdict"] == "inconclusive"
+    assert table.loc[("ppo", "all families"), "markets"] == 10
+    assert (table["p (Holm)"] >= table["p (t)"]).all()
+    assert table["p (Holm)"].tolist() == teaching.holm(table["p (t)"].tolist()).tolist()
+    sentence = teaching.signal_rule_sentence(table)
+    assert "PPO factor beats the signal rule" in sentence and "1 of 2 (learner, family) cells" in sentence
+    # the same markets with the agent below the rule: "loses", never "beats"
+    worse = [dict(c, oracle_excess=c["oracle_excess"] + 1.0) for c in cases]
+    flipped = teaching.signal_rule_comparison({"cases": worse}, learners=("ppo",), run_steps=300_000)
+    assert flipped.loc[("ppo", "factor"), "verdict"] == "loses" and "beats" not in teaching.signal_rule_sentence(flipped)
+    with pytest.raises(ValueError, match="no a2c run"):
+        teaching.signal_rule_comparison({"cases": cases}, learners=("a2c",))
+
+
+def test_capture_gaps_name_the_pairs_both_ran_without_a_capture():
+    def row(learner, family, captures):
+        return {"learner": learner, "run_steps": 100, "env_steps": 100, "select": "best", "family": family,
+                "captures": captures}
+
+    record = {"summary": [row("ppo", "factor", [1.0, 2.0, None, 4.0]), row("a2c", "factor", [0.5, 1.0, 3.0]),
+                          row("ppo", "none", [None, None]), row("a2c", "none", [None, None])],
+              "cases": [_learn_case("ppo", "factor", 2, 0.1, -0.03, 100)]}
+    pair = (("ppo", 100, "best"), ("a2c", 100, "best"))
+    gaps = teaching.capture_gaps(record, *pair)
+    assert list(zip(gaps["family"], gaps["market"])) == [("factor", 2), ("none", 0), ("none", 1)]
+    assert gaps["signal rule excess"].iloc[0] == -0.03 and gaps["signal rule excess"].iloc[1:].isna().all()
+    assert len(teaching.paired_captures(record, *pair)) + len(gaps) == 3 + 2  # every pair both ran is one or the other
+    text = teaching.capture_gaps_text(gaps)
+    assert text.startswith("3 pairs both ran are left out") and "factor market 2 (-3.0%)" in text
+    assert "none markets 0, 1" in text and teaching.capture_gaps_text(gaps.iloc[:0]) == ""
+
+
+def test_undefined_captures_count_the_markets_the_per_market_column_leaves_out():
+    row = {"summary": True, "family": "factor", "ic": 0.05, "stocks": 30, "learner": "ppo", "select": "best",
+           "env_steps": 300_000, "run_steps": 300_000, "seeds": 3, "captures": [1.0, None, None],
+           "informed_captures": [0.8, None, 0.9]}
+    counts = teaching.undefined_captures({"summary": [row, dict(row, env_steps=100_000, informed_captures=[None] * 3)]})
+    assert counts.loc[(0.05, 30, "ppo")].tolist() == [3, 1, 2]
+
+
+def test_the_strong_edge_sentence_says_beats_only_where_the_comparison_does():
+    learn, realistic = read_records("bench_learn.json")[0], read_records("bench_learn_realistic.json")[0]
+    walkforward = read_records("bench_walkforward.json")[0]
+    first = teaching.three_answers(learn, realistic, walkforward)[0]
+    table = teaching.signal_rule_comparison(learn)
+    assert teaching.signal_rule_sentence(table) in first and "it beats that rule" not in first
+    for (learner, family), row in table.iterrows():
+        if family != "all families" and row["verdict"] == "inconclusive":
+            assert f"{learner.upper()} {family} beats" not in first

@@ -20,7 +20,8 @@ __all__ = ["t_interval", "holm", "chance_of_no_overlap", "paired_captures", "swe
            "parameter_distance", "portfolio_distance", "walkforward_table", "walkforward_checkpoints",
            "walkforward_verdicts", "realistic_learning_table", "budget_table", "informed_oracle_table", "planted_edge_reading",
            "three_answers", "overfitting_table", "pbo_example", "reader_command", "paired_by_family",
-           "VERDICT_PHRASES"]
+           "signal_rule_comparison", "signal_rule_sentence", "capture_gaps", "capture_gaps_text",
+           "undefined_captures", "VERDICT_PHRASES"]
 
 
 def t_interval(values: Sequence[float], level: float = 0.95) -> dict:
@@ -342,8 +343,9 @@ def three_answers(learn: Mapping, realistic: Mapping, walkforward: Mapping,
         f"On a strong planted edge (daily IC {', '.join(f'{v:g}' for v in strong['ic'])} on "
         f"{', '.join(map(str, strong['stocks']))} stocks, {strong['cells']} family × learner cells): the agent "
         f"earns {strong['capture_min']:.2f} to {strong['capture_max']:.2f} times the signal rule's excess return "
-        "(pooled over the markets; the rule that knows the sign of each expected return): it beats that rule, "
-        "so this shows that it learns, not how close it gets to the best possible.",
+        "pooled over the markets (the rule that knows the sign of each expected return); market by market, "
+        f"{signal_rule_sentence(signal_rule_comparison(learn, run_steps=strong['budget']))}. "
+        "This shows that it learns, not how close it gets to the best possible.",
         "At realistic strength, against the informed oracle (the best rule on validation that knows the true "
         "expected returns): " + "; ".join(realistic_parts) + ".",
         real[0].upper() + real[1:],
@@ -453,3 +455,133 @@ def paired_by_family(learn: Mapping, comparisons: Mapping[str, tuple[tuple, tupl
     table["verdict"] = np.where(significant, np.where(table["mean difference"] > 0, "first ahead", "second ahead"),
                                 "inconclusive")
     return table.set_index(["comparison", "family"])
+
+
+def _run_length(case: Mapping, select: str) -> int:
+    """The length of the run a ``bench learn`` case comes from: the last budget its curve reads."""
+    return max(int(k) for k in case["curve"][select])
+
+
+def signal_rule_comparison(learn: Mapping, learners: Sequence[str] = ("ppo", "a2c"), select: str = "best",
+                           run_steps: int | None = None, level: float = 0.05) -> pd.DataFrame:
+    """The agent against the signal rule on the planted edges of a ``bench learn`` record, market by
+    market: on each market the paired difference *agent test excess − signal rule test excess* (both
+    over buy-and-hold on the same test split of the same market), defined on every market, also where
+    the signal rule made no excess and a capture is undefined. One row per (learner, signal family)
+    and one "all families" row per learner (its markets taken as independent draws): the markets, the
+    mean of each excess, the mean difference with its 95 % t-interval, the one-sample t-test's p-value
+    and its Holm adjustment over **all** the rows of the table (every row is a verdict drawn).
+    ``verdict`` is "beats" / "loses" only where the Holm-adjusted p-value is below ``level``, else
+    "inconclusive" (no equivalence margin is stated for an excess return, so none is called a tie).
+    The control family ``none`` (no signal) is not a signal family and is left out. Runs are read at
+    the end of runs of ``run_steps`` env-steps (default: the package's default budget)."""
+    from scipy import stats  # here, not at the top: `import finrl_tutorial` stays quick for the CLI
+
+    if run_steps is None:
+        from ..agents import PPOConfig
+
+        run_steps = PPOConfig().total_steps
+    markets: dict[tuple, list] = {}
+    for case in learn["cases"]:
+        if case["algo"] not in learners or case["family"] == "none" or _run_length(case, select) != run_steps:
+            continue
+        agent = case["curve"][select][str(run_steps)]["test_excess"]
+        markets.setdefault((case["algo"], case["family"]), []).append((agent, case["oracle_excess"]))
+    if not markets:
+        raise ValueError(f"the record has no {'/'.join(learners)} run of {run_steps:,} env-steps on a signal family")
+    groups = [(learner, family, markets[(learner, family)]) for learner in learners
+              for family in sorted(f for l, f in markets if l == learner)]
+    groups += [(learner, "all families", [m for (l, _), ms in markets.items() if l == learner for m in ms])
+               for learner in learners if any(l == learner for l, _ in markets)]
+    rows = []
+    for learner, family, pairs in groups:
+        agent, rule = np.array(pairs, dtype=float).T
+        difference = agent - rule
+        interval = t_interval(difference.tolist(), 0.95)
+        p = float(stats.ttest_1samp(difference, 0.0).pvalue) if len(difference) > 1 and difference.std() > 0 \
+            else math.nan
+        rows.append({"learner": learner, "family": family, "markets": len(difference),
+                     "agent excess": float(agent.mean()), "signal rule excess": float(rule.mean()),
+                     "mean difference": interval["mean"], "low": interval["low"], "high": interval["high"],
+                     "p (t)": p})
+    table = pd.DataFrame(rows)
+    table["p (Holm)"] = holm(table["p (t)"].fillna(1.0).tolist()).to_numpy()
+    significant = table["p (Holm)"] < level
+    table["verdict"] = np.where(significant, np.where(table["mean difference"] > 0, "beats", "loses"), "inconclusive")
+    return table.set_index(["learner", "family"])
+
+
+def signal_rule_sentence(table: pd.DataFrame) -> str:
+    """What a `signal_rule_comparison` table says, in one sentence computed from it: how many
+    per-family intervals exclude 0, which verdicts survive Holm's correction, and the all-families rows."""
+    phrase = {"beats": "beats the signal rule", "loses": "loses to the signal rule", "inconclusive": "inconclusive"}
+    families = table.index.get_level_values("family")
+    per_family, pooled = table[families != "all families"], table[families == "all families"]
+    excluded = int(((per_family["low"] > 0) | (per_family["high"] < 0)).sum())
+    called = per_family[per_family["verdict"] != "inconclusive"]
+    text = (f"the agent's excess minus the signal rule's on the same market has a 95 % interval that excludes 0 in "
+            f"{excluded} of {len(per_family)} (learner, family) cells, {'but' if excluded else 'and'} after Holm's "
+            f"correction over the "
+            f"{len(table)} verdicts drawn ")
+    if called.empty:
+        text += (f"no single family is called: inconclusive in each ({per_family['markets'].min()} to "
+                 f"{per_family['markets'].max()} markets per family)")
+    else:
+        text += ("only " + ", ".join(f"{learner.upper()} {family} {phrase[row['verdict']]}"
+                                     for (learner, family), row in called.iterrows())
+                 + f", the other {len(per_family) - len(called)} families inconclusive")
+    if len(pooled):
+        text += "; over all signal families together " + ", ".join(
+            f"{learner.upper()} ({row['markets']} markets) {row['mean difference']:+.2f} "
+            f"[{row['low']:+.2f}, {row['high']:+.2f}]: {phrase[row['verdict']]}"
+            for (learner, _), row in pooled.iterrows())
+    return text
+
+
+def capture_gaps(learn: Mapping, a: tuple[str, int, str], b: tuple[str, int, str]) -> pd.DataFrame:
+    """The (family, market) pairs that two learners **both** ran but `paired_captures` leaves out,
+    because a capture is undefined there: the signal rule made no excess over buy-and-hold on that
+    market's test split (its excess is the denominator of the capture). Columns: family, market,
+    signal rule excess (from the record's cases; NaN where the record does not hold the case)."""
+    first, second = _captures(learn, *a), _captures(learn, *b)
+    excess = {(case["family"], case["seed"]): case["oracle_excess"] for case in learn.get("cases", [])
+              if case["algo"] == a[0]}
+    rows = [{"family": family, "market": market, "signal rule excess": excess.get((family, market), math.nan)}
+            for family in [f for f in first if f in second]
+            for market, (x, y) in enumerate(zip(first[family], second[family])) if x is None or y is None]
+    return pd.DataFrame(rows, columns=["family", "market", "signal rule excess"])
+
+
+def capture_gaps_text(gaps: pd.DataFrame) -> str:
+    """`capture_gaps` in words: which pairs are left out and why ("" when none is)."""
+    if gaps.empty:
+        return ""
+    by_family = []
+    for family, group in gaps.groupby("family", sort=False):
+        where = ", ".join(f"{int(m)}" + (f" ({e:+.1%})" if math.isfinite(e) else "")
+                          for m, e in zip(group["market"], group["signal rule excess"]))
+        by_family.append(f"{family} market{'s' if len(group) > 1 else ''} {where}")
+    return (f"{len(gaps)} pair{'s' if len(gaps) > 1 else ''} both ran {'are' if len(gaps) > 1 else 'is'} left out, "
+            f"{'; '.join(by_family)}: there the signal rule made no excess over buy-and-hold (its excess in "
+            "brackets), so a capture is undefined; that is decided by the market, not by either learner's result")
+
+
+def undefined_captures(record: Mapping, select: str = "best", run_steps: int | None = None) -> pd.DataFrame:
+    """For the cells `realistic_learning_table` shows (the same rows), how many markets have no
+    capture: ``informed: no capture`` counts the markets where the informed oracle made no excess over
+    buy-and-hold on the test split, ``signal rule: no capture`` those where the signal rule made none
+    (a capture divides by that excess). Indexed by (ic, stocks, learner)."""
+    if run_steps is None:
+        from ..agents import PPOConfig
+
+        run_steps = PPOConfig().total_steps
+    full = _full_budget_rows(record["summary"], select)
+    lengths: dict[tuple, set] = {}
+    for row in full:
+        lengths.setdefault((row["ic"], row.get("stocks", 10), row["learner"]), set()).add(row["run_steps"])
+    rows = [{"ic": row["ic"], "stocks": row.get("stocks", 10), "learner": row["learner"], "markets": row["seeds"],
+             "informed: no capture": sum(v is None for v in row.get("informed_captures", [])),
+             "signal rule: no capture": sum(v is None for v in row.get("captures", []))}
+            for row in full
+            if not (len(lengths[(row["ic"], row.get("stocks", 10), row["learner"])]) > 1 and row["run_steps"] != run_steps)]
+    return pd.DataFrame(rows).set_index(["ic", "stocks", "learner"])
