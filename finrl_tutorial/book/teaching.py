@@ -519,7 +519,8 @@ def signal_rule_sentence(table: pd.DataFrame) -> str:
     per_family, pooled = table[families != "all families"], table[families == "all families"]
     excluded = int(((per_family["low"] > 0) | (per_family["high"] < 0)).sum())
     called = per_family[per_family["verdict"] != "inconclusive"]
-    text = (f"the agent's excess minus the signal rule's on the same market has a 95 % interval that excludes 0 in "
+    text = (f"the agent's excess return minus the signal rule's on the same market (test split, over buy-and-hold) "
+            f"has a 95 % interval that excludes 0 in "
             f"{excluded} of {len(per_family)} (learner, family) cells, {'but' if excluded else 'and'} after Holm's "
             f"correction over the "
             f"{len(table)} verdicts drawn ")
@@ -532,8 +533,8 @@ def signal_rule_sentence(table: pd.DataFrame) -> str:
                  + f", the other {len(per_family) - len(called)} families inconclusive")
     if len(pooled):
         text += "; over all signal families together " + ", ".join(
-            f"{learner.upper()} ({row['markets']} markets) {row['mean difference']:+.2f} "
-            f"[{row['low']:+.2f}, {row['high']:+.2f}]: {phrase[row['verdict']]}"
+            f"{learner.upper()} ({row['markets']} markets) {row['mean difference']:+.1%} "
+            f"[{row['low']:+.1%}, {row['high']:+.1%}]: {phrase[row['verdict']]}"
             for (learner, _), row in pooled.iterrows())
     return text
 
