@@ -170,7 +170,11 @@ def speedup_text(table: pd.DataFrame, label: str) -> str:
     0.80–0.90×): slower in every round"``: one row of `speedups` in words, its baseline named, with
     its verdict (`speed_verdict`, computed from the records' runs) and the reason for it."""
     row = table.loc[label]
-    rounds = (f" (round by round against it: {row['rounds min']:.2f}–{row['rounds max']:.2f}×)"
+
+    def ratio(value: float) -> str:  # a round that rounds to 1.00 but is not 1 keeps its side of 1 visible
+        return f"{value:.3f}" if f"{value:.2f}" == "1.00" and value != 1 else f"{value:.2f}"
+
+    rounds = (f" (round by round against it: {ratio(row['rounds min'])}–{ratio(row['rounds max'])}×)"
               if row["repeats"] > 1 and row["rounds min"] != row["rounds max"] else "")
     verdict = row["verdict"]
     margin = float(row["margin"]) if "margin" in row and row["margin"] == row["margin"] else SPEED_TIE_MARGIN
