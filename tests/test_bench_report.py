@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from finrl_tutorial.bench import command_line, scale_label
+from finrl_tutorial.errors import InputError
 from finrl_tutorial.metrics import difference_verdict
 from finrl_tutorial.book import (
     full_run_commentary,
@@ -14,6 +15,7 @@ from finrl_tutorial.book import (
     peer_target_lines,
     provenance,
     read_records,
+    rollout_share_table,
 )
 from finrl_tutorial.book.scale import (
     CostModel,
@@ -25,6 +27,7 @@ from finrl_tutorial.book.scale import (
     project,
     fit_per_call,
     same_work_seconds,
+    speed_verdict,
     speedup_text,
     speedups,
 )
@@ -44,11 +47,24 @@ def test_provenance_reads_flat_and_nested_machine_fields():
 def test_loop_cost_is_the_update_share_of_the_loop_time():
     train = [{"algo": "ppo", "num_envs": 64, "rollout_env_steps_per_s": 10.0, "samples_per_s": 5.0},
              {"algo": "ppo", "num_envs": 1024, "rollout_env_steps_per_s": 100.0, "samples_per_s": 25.0}]
-    env = [{"env": "vec", "num_envs": 1024, "env_steps_per_s": 400.0}]
-    # per sample: rollout 1/100 s, loop 1/25 s, so the update is 3/4 of the time; rollout = 25 % of bare
-    assert loop_cost_lines(train, env) == [
-        "PPO with 1,024 envs: rollout 100/s (25% of the bare env), whole loop 25/s: the update takes 75% of the time"]
-    assert "of the bare env" not in loop_cost_lines(train, [{"env": "vec", "num_envs": 64, "env_steps_per_s": 1.0}])[0]
+    # per sample: rollout 1/100 s, loop 1/25 s, so the update is 3/4 of the time
+    assert loop_cost_lines(train) == [
+        "PPO with 1,024 envs: rollout 100/s, whole loop 25/s: the update takes 75% of the time"]
+
+
+def test_the_rollout_share_of_the_bare_env_is_read_within_one_row_only():
+    rows = [{"layout": "vec", "num_envs": 256, "env_steps_per_s": 400.0, "rollout_env_steps_per_s": 100.0,
+             "samples_per_s": 25.0},
+            {"layout": "vec", "num_envs": 4096, "env_steps_per_s": 900.0},  # the bare env alone: not a row
+            {"layout": "trainer", "num_envs": 64, "samples_per_s": 5.0}]
+    table = rollout_share_table(rows)
+    assert list(table.index) == [256]
+    assert table.loc[256, "rollout ÷ bare env"] == pytest.approx(0.25)
+    assert table.loc[256, "update's share of the loop"] == pytest.approx(0.75)
+    with pytest.raises(InputError, match="measured the bare env"):
+        rollout_share_table([{"layout": "vec", "num_envs": 4, "env_steps_per_s": 1.0}])
+    with pytest.raises(InputError, match="no vec row"):
+        rollout_share_table(rows[2:] + [{"layout": "trainer", "env_steps_per_s": 1.0, "rollout_env_steps_per_s": 1.0}])
 
 
 def _scale(layout, processes, num_envs, **rates):
@@ -107,12 +123,40 @@ def test_speedups_are_against_the_fastest_in_process_trainer_round_by_round():
     other = speedups(records, baseline="in-process trainer (64 envs)", layouts=["ddp"])
     assert list(other.index) == ["in-process trainer (64 envs)", "ddp ×2 (128 envs)"]
     assert other.loc["ddp ×2 (128 envs)", "speed-up"] == pytest.approx(0.9)
-    assert other.loc["ddp ×2 (128 envs)", "verdict"] == "tie"  # 60/100 and 90/80: on both sides of 1
-    assert speedup_text(other, "ddp ×2 (128 envs)").endswith(": a tie, not every round lies on the same side of 1")
+    # 60/100 and 90/80: on both sides of 1 and past the ±5 % margin: inconclusive, not a tie
+    assert other.loc["ddp ×2 (128 envs)", "verdict"] == "inconclusive"
+    assert speedup_text(other, "ddp ×2 (128 envs)").endswith(
+        ": inconclusive (not every round lies on one side of 1, nor every round within the tie margin of ±5 % "
+        "around 1)")
+    # a margin wide enough makes the same rounds a tie; no margin makes none
+    assert speedups(records, baseline="in-process trainer (64 envs)", margin=0.5).loc[
+        "ddp ×2 (128 envs)", "verdict"] == "tie"
+    assert speedups(records, baseline="in-process trainer (64 envs)", margin=None).loc[
+        "ddp ×2 (128 envs)", "verdict"] == "inconclusive"
     with pytest.raises(ValueError, match="trainer"):
         speedups(records[2:])
     with pytest.raises(ValueError, match="no configuration labelled"):
         speedups(records, baseline="vec 64")
+
+
+@given(ratios=st.lists(st.floats(0.01, 100), min_size=2, max_size=6), margin=st.floats(0, 0.5))
+def test_a_speed_ratio_is_a_tie_only_inside_its_margin(ratios, margin):
+    verdict = speed_verdict(ratios, margin)
+    if min(ratios) > 1 or max(ratios) < 1:  # every round on one side of 1
+        assert verdict == ("faster" if min(ratios) > 1 else "slower")
+    elif all(abs(r - 1) <= margin for r in ratios):
+        assert verdict == "tie"
+    else:
+        assert verdict == "inconclusive"
+    # no margin: nothing is a tie; one ratio: no verdict at all
+    assert speed_verdict(ratios, None) == ("inconclusive" if verdict == "tie" else verdict)
+    assert speed_verdict(ratios[:1], margin) == "one ratio"
+
+
+def test_a_speed_margin_outside_0_to_1_is_refused():
+    for margin in (-0.1, 1.0, float("nan"), "wide", True):
+        with pytest.raises(ValueError, match="speed tie margin"):
+            speed_verdict([0.9, 1.1], margin)
 
 
 WORKERS = [_timed("workers", 1, _phases(rollout=3.0, update=1.0, transfer=0.01)),

@@ -46,6 +46,25 @@ def test_the_default_learner_threads_are_the_faster_choice_of_the_quiet_record(q
     assert min(ratios) > 1, f"{DEFAULT_LEARNER_THREADS} threads must beat {other} in every round"
 
 
+def test_the_committed_speed_verdicts_are_recomputed_from_the_rounds_and_none_is_a_tie(quiet, loaded):
+    """The words chapters 4, 5 and 8 print: no committed round range lies within the ±5 % margin,
+    so a crossing of 1 is inconclusive there, never a tie."""
+    for records in (quiet, loaded):
+        table = scale.speedups(records)
+        repeated = table[(table["repeats"] > 1) & (table["verdict"] != "baseline")]
+        for label, row in repeated.iterrows():
+            assert row["verdict"] == scale.speed_verdict([row["rounds min"], row["rounds max"]]), label
+        assert "tie" not in set(table["verdict"])
+    quiet_table = scale.speedups(quiet)
+    assert quiet_table.loc["ddp ×2 (128 envs)", "verdict"] == "faster"
+    assert set(quiet_table.loc[[label for label in quiet_table.index if label.startswith("workers ×2")],
+                               "verdict"]) == {"inconclusive"}
+    assert scale.speedups(loaded).loc["ddp ×2 (128 envs)", "verdict"] == "inconclusive"
+    # two records without paired rounds (the ddp env rate of three rounds over the single vec run): no verdict
+    pairs = scale.speedups(quiet, key="env_steps_per_s", baseline="vec 128", layouts=["ddp"])
+    assert pairs.loc["ddp ×2 (128 envs)", "verdict"] == "one ratio"
+
+
 @pytest.mark.parametrize("name", [scale.SCALE_RECORD, scale.LOADED_SCALE_RECORD])
 def test_a_one_thread_update_was_never_the_slowest_process_layout(name):
     """The safe choice named for a busy machine (``learner_threads=1``) holds in both records."""
@@ -118,13 +137,18 @@ def test_peer_comparisons_set_two_libraries_side_by_side_only_at_the_same_accoun
         by_label["our_env_single"]["env_steps_per_s"] / by_label["finrl_env"]["env_steps_per_s"])
 
 
-def test_peer_comparisons_read_round_by_round_ratios_and_call_a_crossing_a_tie():
+def test_peer_comparisons_read_round_by_round_ratios_and_call_a_wide_crossing_inconclusive():
     records = [_peer("our_env", "our_env_single", "finrl_tutorial", [10.0, 10.0, 10.0], 1),
                _peer("finrl_env", "finrl_env", "finrl", [5.0, 8.0, 12.0], 1),
                _peer("our_env", "our_env_vec_64", "finrl_tutorial", [100.0, 200.0, 300.0], 64)]
     table = scale.peer_comparisons(records)
     one = table[table["baseline"] == "finrl_env"].iloc[0]
-    assert (one["round by round: min"], one["max"], one["verdict"]) == (pytest.approx(10 / 12), 2.0, "tie")
+    # rounds 2.0, 1.25, 0.83: on both sides of 1 and far past the ±5 % margin
+    assert (one["round by round: min"], one["max"], one["verdict"]) == (pytest.approx(10 / 12), 2.0, "inconclusive")
+    # rounds within ±5 % of 1 on both sides: a tie inside the stated margin
+    close = [records[0], _peer("finrl_env", "finrl_env", "finrl", [9.8, 10.3, 10.1], 1)]
+    assert scale.peer_comparisons(close)["verdict"].iloc[0] == "tie"
+    assert scale.peer_comparisons(close, margin=None)["verdict"].iloc[0] == "inconclusive"
     batching = table[table["compares"] == "batching, ours"].iloc[0]
     assert (batching["ratio of medians"], batching["verdict"]) == (20.0, "faster")
 

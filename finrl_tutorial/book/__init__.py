@@ -30,9 +30,9 @@ from . import teaching  # chapters 1-3: like-with-like comparisons, Holm, distan
 from .cli import cli_command, run_cli
 # The readings of committed records, one import away for the chapters (``ft.book.describe(record)``).
 from .report import (env_throughput_table, full_run_commentary, gpu_summary, loop_cost_lines, peer_ratio_table,
-                     peer_summary, peer_table, peer_target_lines, provenance)
+                     peer_summary, peer_table, peer_target_lines, provenance, rollout_share_table)
 from .scale import (CostModel, fit_cost_model, fit_per_call, model_check, phase_table, plot_projection,
-                    plot_speedups, project, speedup_text, speedups)
+                    plot_speedups, project, speed_verdict, speedup_text, speedups)
 from .sweep import MEASURE_NAMES, along_the_curve, describe, summary_table, sweep_caption
 from .teaching import reader_command
 

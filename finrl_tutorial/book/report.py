@@ -53,23 +53,44 @@ def env_throughput_table(env_records: Iterable[dict] | pd.DataFrame) -> pd.DataF
     return _frame(env_records).pivot_table(index="num_envs", columns="env", values="env_steps_per_s")
 
 
-def loop_cost_lines(train_records: Iterable[dict] | pd.DataFrame,
-                    env_records: Iterable[dict] | pd.DataFrame) -> list[str]:
-    """For the largest ``bench train`` size: the rollout's rate (and its share of the bare batched
-    env's rate at that size, when ``bench env`` measured it), the whole loop's rate and the share
-    of the time the update takes."""
-    loop, env = _frame(train_records), _frame(env_records)
+def loop_cost_lines(train_records: Iterable[dict] | pd.DataFrame) -> list[str]:
+    """For the largest ``bench train`` size: the rollout's rate, the whole loop's rate and the
+    share of the time the update takes, each from one record. No share of the bare env's rate
+    is given: ``bench train`` does not measure the bare env, and a ``bench env`` record is another
+    run (`rollout_share_table` reads the share from rows that measured both together)."""
+    loop = _frame(train_records)
     largest = int(loop["num_envs"].max())
     at = loop[loop["num_envs"] == largest].set_index("algo")
-    bare = env[(env["env"] == "vec") & (env["num_envs"] == largest)]["env_steps_per_s"]
     lines = []
     for algo, r in at.iterrows():
         rollout_rate, total_rate = r["rollout_env_steps_per_s"], r["samples_per_s"]
         share = 1 - total_rate / rollout_rate  # (1/total - 1/rollout) / (1/total)
-        of_bare = f" ({rollout_rate / bare.iloc[0]:.0%} of the bare env)" if len(bare) else ""
-        lines.append(f"{algo.upper()} with {largest:,} envs: rollout {rollout_rate:,.0f}/s{of_bare}, "
+        lines.append(f"{algo.upper()} with {largest:,} envs: rollout {rollout_rate:,.0f}/s, "
                      f"whole loop {total_rate:,.0f}/s: the update takes {share:.0%} of the time")
     return lines
+
+
+def rollout_share_table(records: Iterable[dict] | pd.DataFrame, layout: str = "vec") -> pd.DataFrame:
+    """Rows that measured the bare env, its rollout and the whole training loop together (the
+    ``vec`` rows of a ``bench scale`` record up to ``--loop-max-envs``), one per size: the three
+    rates, the rollout's share of the bare env's rate and the update's share of the loop's time.
+    Every ratio is within one row, so within one run of one machine."""
+    frame = _frame(records)
+    needed = ["env_steps_per_s", "rollout_env_steps_per_s", "samples_per_s"]
+    if not set(needed) <= set(frame):
+        raise InputError("the records hold no row that measured the bare env, its rollout and the loop together "
+                         "(`bench scale` writes them in its vec rows)")
+    rows = frame[(frame.get("layout") == layout) & frame[needed].notna().all(axis=1)]
+    if rows.empty:
+        raise InputError(f"the records hold no {layout} row with {', '.join(needed)}")
+    rows = rows.sort_values("num_envs")
+    return pd.DataFrame({
+        "bare env (env-steps / s)": rows["env_steps_per_s"].to_numpy(),
+        "rollout (env-steps / s)": rows["rollout_env_steps_per_s"].to_numpy(),
+        "whole loop (samples / s)": rows["samples_per_s"].to_numpy(),
+        "rollout ÷ bare env": (rows["rollout_env_steps_per_s"] / rows["env_steps_per_s"]).to_numpy(),
+        "update's share of the loop": (1 - rows["samples_per_s"] / rows["rollout_env_steps_per_s"]).to_numpy(),
+    }, index=pd.Index(rows["num_envs"].astype(int).to_numpy(), name="envs"))
 
 
 def gpu_summary(gpu_records: Iterable[dict] | pd.DataFrame, reference: float) -> list[str]:

@@ -5,7 +5,9 @@ Chapters 4, 5, 6 and 8 read the same record with the same functions:
 * `speedups` — every configuration's rate against one baseline, by default the **fastest
   single-process configuration** (the in-process trainer with the highest median samples/s), with
   the round-by-round ratios (``bench scale`` interleaves its repeats, so run *i* of every
-  configuration comes from round *i*) and the load averages the runs ended at;
+  configuration comes from round *i*), the load averages the runs ended at, and a verdict from
+  the rounds (`speed_verdict`: faster, slower, a tie only inside the stated margin
+  `SPEED_TIE_MARGIN`, else inconclusive);
 * `phase_table` — where an iteration's seconds go (rollout, transfer, update, all-reduce,
   waiting) in each layout;
 * `fit_cost_model` / `CostModel` — a three-number model of an iteration, fitted to the phases of
@@ -40,6 +42,17 @@ LOADED_SCALE_RECORD = "bench_scale.jsonl"
 BASELINE_LAYOUT = "trainer"
 """The single-process configuration every speed-up of the scale-out chapters is measured against."""
 
+SPEED_TIE_MARGIN = 0.05
+"""The equivalence margin of a speed ratio: two configurations "tie" only when *every* round's
+ratio lies within ±5 % of 1 (0.95–1.05×). A stated choice, not something the data decide: a
+throughput difference under 5 % is smaller than most layout choices are worth, while the rounds
+of a shared two-core machine spread by tens of percent, so few comparisons there reach it. A
+ratio whose rounds fall on both sides of 1 but reach past the margin is ``inconclusive``: the
+rounds can tell the two neither apart nor equal (`speed_verdict`)."""
+
+SPEED_VERDICTS = ("faster", "slower", "tie", "inconclusive", "one ratio")
+"""The words `speed_verdict` returns (``baseline`` marks the baseline's own row of `speedups`)."""
+
 
 def _records(records: Iterable[dict], key: str) -> list[dict]:
     return [r for r in records if isinstance(r.get(key), (int, float)) and r.get(key) == r.get(key)]
@@ -65,14 +78,17 @@ def fastest_single_process(records: Iterable[dict], key: str = "samples_per_s") 
 
 
 def speedups(records: Iterable[dict], key: str = "samples_per_s", baseline: str | None = None,
-             layouts: Iterable[str] | None = None) -> pd.DataFrame:
+             layouts: Iterable[str] | None = None, margin: float | None = SPEED_TIE_MARGIN) -> pd.DataFrame:
     """One row per configuration (labelled by `scale_label`) with a ``key`` rate: its median, the
     min and max of its repeats, its speed-up against ``baseline`` (a label; default the fastest
     in-process trainer, `fastest_single_process`) as the ratio of medians and, where both keep
     their repeats, the min and max of the round-by-round ratios; the repeats and the range of
-    1-minute load averages the runs ended at, and a ``verdict`` from the rounds: ``faster`` or
-    ``slower`` only if every round says so, else ``tie``. ``layouts`` keeps only those layouts (the
-    baseline row is always kept). The ``baseline`` column names the baseline in every row."""
+    1-minute load averages the runs ended at, and a ``verdict`` from the rounds (`speed_verdict`:
+    ``faster`` or ``slower`` only if every round says so, ``tie`` only if every round lies within
+    ``1 ± margin``, else ``inconclusive``; ``one ratio`` where the two records hold no paired
+    rounds), recomputed from the records' stored runs every time, with its ``margin``. ``layouts``
+    keeps only those layouts (the baseline row is always kept). The ``baseline`` column names the
+    baseline in every row."""
     records = _records(records, key)
     by_label = {scale_label(r): r for r in records}
     base_label = baseline or scale_label(fastest_single_process(records, key))
@@ -95,28 +111,75 @@ def speedups(records: Iterable[dict], key: str = "samples_per_s", baseline: str 
                        "speed-up": float(record[key]) / float(base[key]),
                        "rounds min": min(ratios), "rounds max": max(ratios), "repeats": len(values),
                        "load min": min(loads) if loads else math.nan, "load max": max(loads) if loads else math.nan,
-                       "verdict": _verdict(ratios) if label != base_label else "baseline", "baseline": base_label}
+                       "verdict": speed_verdict(ratios if paired else [], margin) if label != base_label
+                       else "baseline", "margin": math.nan if margin is None else float(margin),
+                       "baseline": base_label}
     return pd.DataFrame(rows).T.infer_objects()
 
 
-def _verdict(ratios: list[float]) -> str:
-    """``faster`` or ``slower`` only if every round says so; a tie when the rounds reach or cross 1."""
+def check_speed_margin(margin) -> float:
+    """``margin`` as a float if it is a finite number in [0, 1), else a ValueError naming it."""
+    try:
+        value = float(margin)
+    except (TypeError, ValueError):
+        raise ValueError(f"the speed tie margin must be a number in [0, 1), got {margin!r}") from None
+    if isinstance(margin, bool) or not math.isfinite(value) or not 0 <= value < 1:
+        raise ValueError(f"the speed tie margin must be a finite number in [0, 1) (a share of 1×), got {margin!r}")
+    return value
+
+
+def speed_verdict(ratios: Iterable[float], margin: float | None = SPEED_TIE_MARGIN) -> str:
+    """The verdict of round-by-round speed ratios (each round's rate ÷ the baseline's in the same
+    round): ``faster`` when every round lies above 1, ``slower`` when every round lies below 1,
+    ``tie`` only when every round lies within ``1 ± margin`` (`SPEED_TIE_MARGIN`; None: no
+    margin, so never a tie), else ``inconclusive`` (the rounds fall on both sides of 1, or touch
+    it, and reach past the margin). Fewer than two ratios (one measurement, or two records
+    without paired rounds) are ``one ratio``: a single number cannot show on which side of 1 the
+    rounds lie, so it gets no verdict."""
+    ratios = [float(r) for r in ratios]
+    if len(ratios) < 2:
+        return "one ratio"
     if min(ratios) > 1:
         return "faster"
     if max(ratios) < 1:
         return "slower"
-    return "tie"
+    if margin is not None and all(abs(r - 1) <= check_speed_margin(margin) for r in ratios):
+        return "tie"
+    return "inconclusive"
+
+
+def speed_verdict_reason(verdict: str, margin: float | None = SPEED_TIE_MARGIN) -> str:
+    """Why round-by-round ratios got ``verdict`` (`speed_verdict`), in a few words."""
+    bound = "no equivalence margin" if margin is None else f"the tie margin of ±{100 * margin:g} % around 1"
+    return {"faster": "faster in every round", "slower": "slower in every round",
+            "tie": f"every round lies within {bound}",
+            "inconclusive": f"not every round lies on one side of 1, nor every round within {bound}"
+            if margin is not None else "not every round lies on one side of 1, and without a margin nothing is a tie",
+            "one ratio": "one ratio, not paired rounds, so no verdict"}[verdict]
+
+
+def speed_verdict_words(verdict: str, margin: float | None = SPEED_TIE_MARGIN) -> str:
+    """``verdict`` (`speed_verdict`) with its reason: ``"faster in every round"``, ``"a tie (every
+    round lies within …)"``, ``"inconclusive (not every round lies on one side of 1, …)"``."""
+    reason = speed_verdict_reason(verdict, margin)
+    return {"tie": f"a tie ({reason})", "inconclusive": f"inconclusive ({reason})"}.get(verdict, reason)
 
 
 def speedup_text(table: pd.DataFrame, label: str) -> str:
     """``"0.85× the samples/s of the in-process trainer (256 envs) (round by round against it:
-    0.80–0.90×)"``: one row of `speedups` in words, its baseline named."""
+    0.80–0.90×): slower in every round"``: one row of `speedups` in words, its baseline named, with
+    its verdict (`speed_verdict`, computed from the records' runs) and the reason for it."""
     row = table.loc[label]
-    rounds = (f" (round by round against it: {row['rounds min']:.2f}–{row['rounds max']:.2f}×)"
+
+    def ratio(value: float) -> str:  # a round that rounds to 1.00 but is not 1 keeps its side of 1 visible
+        return f"{value:.3f}" if f"{value:.2f}" == "1.00" and value != 1 else f"{value:.2f}"
+
+    rounds = (f" (round by round against it: {ratio(row['rounds min'])}–{ratio(row['rounds max'])}×)"
               if row["repeats"] > 1 and row["rounds min"] != row["rounds max"] else "")
-    verdict = {"tie": ": a tie, not every round lies on the same side of 1", "faster": ": faster in every round",
-               "slower": ": slower in every round"}.get(row["verdict"], "") if row["repeats"] > 1 else ""
-    return f"{row['speed-up']:.2f}× the samples/s of the {row['baseline']}{rounds}{verdict}"
+    verdict = row["verdict"]
+    margin = float(row["margin"]) if "margin" in row and row["margin"] == row["margin"] else SPEED_TIE_MARGIN
+    words = f": {speed_verdict_words(verdict, margin)}" if row["repeats"] > 1 and verdict in SPEED_VERDICTS else ""
+    return f"{row['speed-up']:.2f}× the samples/s of the {row['baseline']}{rounds}{words}"
 
 
 def plot_speedups(table: pd.DataFrame, ax, title: str, xlabel: str = "training samples / s (rollout + update)"):
@@ -397,7 +460,7 @@ def _peer_name(record: dict) -> str:
     return name
 
 
-def peer_comparisons(peer_records: Iterable[dict]) -> pd.DataFrame:
+def peer_comparisons(peer_records: Iterable[dict], margin: float | None = SPEED_TIE_MARGIN) -> pd.DataFrame:
     """A ``bench peers`` record read like with like, one row per ratio, each named ``"X ÷ baseline"``:
 
     * ``same accounts``: two libraries' envs at the same number of accounts (our single env against
@@ -411,8 +474,9 @@ def peer_comparisons(peer_records: Iterable[dict]) -> pd.DataFrame:
     No ratio sets different numbers of accounts of different libraries against each other. Columns:
     what is compared, the accounts of each side, the ratio of the medians, the range of the
     round-by-round ratios (``bench peers`` times every measurement once per round, so run *i* of
-    every record comes from round *i*) and the verdict (``faster``/``slower`` only if every round
-    says so, else ``tie``)."""
+    every record comes from round *i*) and the verdict (`speed_verdict` with ``margin``:
+    ``faster``/``slower`` only if every round says so, ``tie`` only if every round lies within
+    ``1 ± margin``, else ``inconclusive``), recomputed from the stored runs."""
     records = [r for r in peer_records if "runs" in r and "label" in r]
     by_label = {r["label"]: r for r in records}
 
@@ -432,7 +496,7 @@ def peer_comparisons(peer_records: Iterable[dict]) -> pd.DataFrame:
         rows[label] = {"compares": kind, "accounts": accounts[0] if accounts[0] == accounts[1] else
                        f"{accounts[0]:,} vs {accounts[1]:,}", "numerator": numerator["label"],
                        "baseline": denominator["label"], "ratio of medians": _peer_rate(numerator) / _peer_rate(denominator),
-                       "round by round: min": min(rounds), "max": max(rounds), "verdict": _verdict(rounds)}
+                       "round by round: min": min(rounds), "max": max(rounds), "verdict": speed_verdict(rounds, margin)}
 
     if 1 in ours and 1 in finrl:
         add("same accounts", ours[1], finrl[1])
