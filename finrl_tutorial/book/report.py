@@ -106,7 +106,7 @@ def gpu_summary(gpu_records: Iterable[dict] | pd.DataFrame, reference: float) ->
         if len(at_4096):
             same = at_4096["env_steps_per_s"].max()
             lines.append(f"At the reference's own shape (4,096 envs × 15 stocks): {same:,.0f} env-steps/s, "
-                         f"{same / reference:,.1f}× the reference; the target is 100×.")
+                         f"{same / reference:,.1f}× the reference.")
     for r in gpu[gpu["bench"].isin(["rollout", "train"])].to_dict("records"):
         value = r.get("env_steps_per_s") if r["bench"] == "rollout" else r.get("samples_per_s")
         if value is not None and value == value:
