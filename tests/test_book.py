@@ -62,7 +62,7 @@ GLOSSARY_TERMS = ("sharpe", "sortino", "calmar", "daily-turnover", "approximate-
                   "survivorship-bias", "non-overlap-rule-and-holm-correction",
                   "block-bootstrap-and-confidence-interval", "tie", "inconclusive", "walk-forward",
                   "information-coefficient-ic", "signal-rule", "informed-oracle", "deflated-sharpe-ratio", "probability-of-backtest-overfitting-pbo",
-                  "policy-value-and-advantage", "truncation-and-termination", "a-share-trading-terms")
+                  "policy-value-and-advantage", "truncation-and-termination", "committed-record", "a-share-trading-terms")
 #: The machine() keys a JSON-lines record carries at its top level (or inside a ``machine`` dict).
 MACHINE_KEYS = ("cpu_count", "platform", "torch")
 REPO_URL = CONFIG["repository"]["url"].rstrip("/")
@@ -353,6 +353,68 @@ def test_built_book_has_the_glossary_with_its_anchors_in_the_navigation():
     for entry in CHAPTERS:
         for anchor in re.findall(r"href=\"glossary\.html#([\w-]+)\"", _page(entry)):
             assert anchor in ids, f"{entry} links to glossary#{anchor}, which the page lacks"
+
+
+def _visible_text(entry: str) -> str:
+    """The text a reader sees in the page's article: prose, inline code and every cell's output,
+    without the source of code cells and of code listings (which may hold any characters)."""
+    bs4 = pytest.importorskip("bs4")
+    soup = bs4.BeautifulSoup(_page(entry), "html.parser")
+    article = soup.find("article") or soup.body
+    for tag in article.find_all(["script", "style"]):
+        tag.decompose()
+    for tag in article.select("div.cell_input"):
+        tag.decompose()
+    listing = lambda classes: bool(classes) and "output" not in classes and any(  # noqa: E731
+        name.startswith("highlight-") for name in classes)
+    for tag in article.find_all("div", class_=lambda c: listing((c or "").split())):
+        tag.decompose()
+    return article.get_text()
+
+
+#: A Markdown table row that reached the page as text: "| |", "| --- |", "| — |" (smart dashes).
+_RAW_TABLE_ROW = re.compile(r"\|[ \t]*[-—–:]*[ \t]*\|")
+
+
+@needs_build
+@pytest.mark.parametrize("entry", [TOC["root"], *PAGES])
+def test_no_built_page_shows_markdown_source_as_text(entry):
+    """Markdown the renderer left alone shows its source: a table's rows ("| | |", "| — | — |": the
+    book's renderer of cell outputs knows no tables) or a link's "[text](target)"."""
+    text = _visible_text(entry)
+    rows = [text[max(0, m.start() - 40):m.end() + 40] for m in _RAW_TABLE_ROW.finditer(text)]
+    links = [text[max(0, m.start() - 40):m.end() + 40] for m in re.finditer(r"\]\(", text)]
+    assert not rows, f"{entry}: raw Markdown table rows on the page: {rows[:3]}"
+    assert not links, f"{entry}: link source shown as text: {links[:3]}"
+
+
+@needs_build
+@pytest.mark.parametrize("entry", CHAPTERS)
+def test_built_chapter_shows_its_measured_box_as_a_table(entry):
+    bs4 = pytest.importorskip("bs4")
+    boxes = bs4.BeautifulSoup(_page(entry), "html.parser").select("div.measured-box")
+    assert boxes, f"{entry}: no 'What this chapter measured' box (ft.book.measured_box) on the page"
+    for box in boxes:
+        assert box.find("table") is not None and len(box.find_all("td")) >= 2, f"{entry}: the box has no table"
+
+
+def test_measured_box_displays_as_an_html_table():
+    """The box a chapter ends with is HTML (Jupyter, Colab and the book render it alike), one table
+    row per measurement under its group, text escaped; ``str`` gives the same content as text."""
+    from IPython.core.formatters import DisplayFormatter
+
+    import finrl_tutorial as ft
+
+    box = ft.book.measured_box({"live <run>": "1.5× & more"}, {"bench_x.json": "2026-01-01"}, "what it shows",
+                               "what it does not")
+    shown = DisplayFormatter().format(box)[0]
+    assert "text/html" in shown and "text/markdown" not in shown, sorted(shown)
+    page = shown["text/html"]
+    assert page.count("<table") == 1 and "| |" not in page and "---" not in page
+    assert "<td>live &lt;run&gt;</td><td>1.5× &amp; more</td>" in page and "<td>bench_x.json</td>" in page
+    assert page.index(">This run<") < page.index("live &lt;run&gt;") < page.index(">Full size (committed record)<")
+    assert "<em>Shows:</em> what it shows" in page and "<em>Does not show:</em> what it does not" in page
+    assert all(part in str(box) for part in ("live <run>: 1.5× & more", "bench_x.json: 2026-01-01", "what it shows"))
 
 
 # --------------------------------------------------------------------------- (c) a book that teaches

@@ -126,12 +126,41 @@ def _markdown(text: str):
     return Markdown(text)
 
 
-def measured_box(this_run: dict, committed: dict, shows: str, does_not_show: str, title: str = "What this chapter measured"):
+class MeasuredBox:
+    """What :func:`measured_box` returns: an HTML box (a note admonition holding a two-column table)
+    that Jupyter, Colab and the built book all render the same way. The book's renderer of Markdown
+    outputs is plain CommonMark, which has no tables, so the box is HTML; ``str(box)`` is the same
+    box as Markdown text, for a terminal."""
+
+    def __init__(self, title: str, this_run: dict, committed: dict, shows: str, does_not_show: str):
+        self.title, self.shows, self.does_not_show = title, shows, does_not_show
+        self.rows = [("this run", str(name), str(value)) for name, value in this_run.items()]
+        self.rows += [("full size (committed record)", str(name), str(value)) for name, value in committed.items()]
+
+    def _repr_html_(self) -> str:
+        from html import escape
+        body = []
+        for group in dict.fromkeys(group for group, _, _ in self.rows):
+            body.append(f'<tr><th colspan="2">{escape(group[0].upper() + group[1:])}</th></tr>')
+            body += [f"<tr><td>{escape(name)}</td><td>{escape(value)}</td></tr>"
+                     for g, name, value in self.rows if g == group]
+        return ('<div class="admonition note measured-box">'
+                f'<p class="admonition-title">{escape(self.title)}</p>'
+                '<table class="table measured-box-table"><tbody>' + "".join(body) + "</tbody></table>"
+                f"<p><em>Shows:</em> {escape(self.shows)}</p>"
+                f"<p><em>Does not show:</em> {escape(self.does_not_show)}</p></div>")
+
+    def __str__(self) -> str:
+        lines = [self.title, ""] + [f"- {group}: {name}: {value}" for group, name, value in self.rows]
+        return "\n".join(lines + ["", f"Shows: {self.shows}", "", f"Does not show: {self.does_not_show}"])
+
+    __repr__ = __str__
+
+
+def measured_box(this_run: dict, committed: dict, shows: str, does_not_show: str,
+                 title: str = "What this chapter measured") -> MeasuredBox:
     """The box at the end of a chapter: this run's numbers, the committed full-size numbers (each
-    naming its record), and what they do and do not show. Returns an IPython Markdown object
-    (displayed by the cell), or the Markdown text outside IPython."""
-    lines = [f"**{title}**", "", "| | |", "| --- | --- |"]
-    lines += [f"| this run: {name} | {value} |" for name, value in this_run.items()]
-    lines += [f"| full size (committed): {name} | {value} |" for name, value in committed.items()]
-    lines += ["", f"*Shows:* {shows}", "", f"*Does not show:* {does_not_show}"]
-    return _markdown("\n".join(lines))
+    naming its record), and what they do and do not show. Returns a :class:`MeasuredBox`, which a
+    cell displays as an HTML table inside a note (in Jupyter, Colab and the built book alike) and
+    ``print`` shows as text."""
+    return MeasuredBox(title, this_run, committed, shows, does_not_show)
