@@ -349,8 +349,8 @@ def overfitting(runs: list[dict], slices: int = 16) -> list[dict]:
                  "moments": result["moments"], "deflated": result["deflated"],
                  "deflated_one_trial_per_run": per_run["deflated"], "pbo": result["pbo"]}
         if matrix is None:
-            entry["pbo_missing"] = ("the runs of this record were made before the sweep kept each checkpoint's "
-                                    "daily validation returns, which CSCV needs (a new sweep records them)")
+            entry["pbo_missing"] = ("the runs of this record store each checkpoint's validation Sharpe but not its "
+                                    "daily validation returns, which CSCV needs (`bench sweep` run again stores them)")
         out.append(entry)
     return out
 
