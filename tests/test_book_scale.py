@@ -170,3 +170,14 @@ def test_peer_ppo_layouts_give_the_gradient_steps_per_sample_of_each_loop():
     ours = layouts.loc["our PPO (64)"]
     assert (ours["accounts"], ours["samples / iteration"]) == (64, 64 * 64)
     assert ours["gradient steps / 1,000 samples"] == pytest.approx(1000 * 4 * 4 / 4096)
+
+
+def test_a_negative_fitted_overhead_is_projected_as_zero():
+    from finrl_tutorial.book.scale import CostModel, project
+    noisy = CostModel("ddp", rollout=1.0, update=1.0, overhead=-0.1, samples_per_process=1000)
+    clean = CostModel("ddp", rollout=1.0, update=1.0, overhead=0.0, samples_per_process=1000)
+    assert noisy.projectable().overhead == 0.0 and noisy.overhead == -0.1  # the fit itself is kept
+    # without the floor, 16 ranks would beat perfect scaling (16 x one rank): impossible
+    assert noisy.samples_per_s(16) > 16 * noisy.samples_per_s(1)
+    assert project(noisy, (16,))["samples / s"].iloc[0] == project(clean, (16,))["samples / s"].iloc[0]
+    assert project(noisy, (16,))["samples / s"].iloc[0] <= 16 * clean.samples_per_s(1)

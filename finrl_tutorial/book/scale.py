@@ -271,6 +271,12 @@ class CostModel:
     def samples_per_s(self, processes: int) -> float:
         return processes * self.samples_per_process / self.iteration_seconds(processes)
 
+    def projectable(self) -> "CostModel":
+        """The model a projection uses: a negative fitted overhead set to 0. Two points fix the
+        overhead, so the noise of the measurement can make it negative, and an added process
+        cannot make an iteration shorter; extrapolating a negative overhead would grow with P."""
+        return dataclasses.replace(self, overhead=max(0.0, self.overhead))
+
 
 def _phase_seconds(record: dict) -> tuple[float, float, float]:
     """(rollout incl. transfer, update, all-reduce + waiting) of a record's phases."""
@@ -340,9 +346,11 @@ def model_check(records: Iterable[dict], model: CostModel) -> pd.DataFrame:
 
 def project(model: CostModel, processes: Iterable[int] = (1, 2, 4, 8, 16),
             baseline: float | None = None) -> pd.DataFrame:
-    """The model's samples/s at each process count (a projection beyond the measured points),
-    and, with ``baseline`` (samples/s), the speed-up against it."""
+    """The model's samples/s at each process count (a projection beyond the measured points; a
+    negative fitted overhead counts as 0, `CostModel.projectable`), and, with ``baseline``
+    (samples/s), the speed-up against it."""
     rows = {}
+    model = model.projectable()
     for p in processes:
         rate = model.samples_per_s(p)
         rows[p] = {"samples / s": rate} | ({"speed-up": rate / baseline} if baseline else {})
@@ -362,7 +370,7 @@ def plot_projection(models: dict[str, CostModel], baseline: float, measured: dic
     ax.plot(counts, counts, color="grey", linestyle=":", linewidth=1, label="perfect: P × the baseline")
     for k, (label, model) in enumerate(models.items()):
         color = f"C{k}"
-        speed = [model.samples_per_s(p) / baseline for p in counts]
+        speed = [model.projectable().samples_per_s(p) / baseline for p in counts]
         inside = [p for p in counts if p <= measured_up_to]
         ax.plot(inside, speed[:len(inside)], "-", color=color, label=f"{label}: model")
         ax.plot(counts[len(inside) - 1:], speed[len(inside) - 1:], ":", color=color, linewidth=2)
