@@ -291,7 +291,7 @@ def cmd_train(args) -> int:
             versus = report["sharpe_vs_buy_and_hold"]
             print(f"\nSharpe(agent) - Sharpe(equal-weight buy-and-hold), mean over seeds: {versus['difference']:+.2f}, "
                   f"{versus['level']:.0%} bootstrap interval [{versus['low']:+.2f}, {versus['high']:+.2f}]: "
-                  f"{versus['verdict']} ({verdict_reason(versus['verdict'], versus['margin'])})")
+                  f"{versus['verdict']} ({verdict_reason(versus['verdict'], versus['margin'], versus['low'], versus['high'])})")
         written = [name for name in ("report.json", "config.json", "learning_curve.png", "equity.png", "weights.png",
                                      "checkpoints/best.pt") if (out / name).exists()]
         print(f"\nwrote in {out}/: {', '.join(written)}")

@@ -387,9 +387,18 @@ def difference_verdict(low: float, high: float, margin: float | None = TIE_MARGI
     return "inconclusive"
 
 
-def verdict_reason(verdict: str, margin: float | None = TIE_MARGIN) -> str:
-    """Why an interval got ``verdict`` (`difference_verdict`), in a few words for a printout."""
+def verdict_reason(verdict: str, margin: float | None = TIE_MARGIN, low: float | None = None,
+                   high: float | None = None) -> str:
+    """Why an interval got ``verdict`` (`difference_verdict`), in a few words for a printout. With the
+    interval's ``low`` and ``high``, an inconclusive one names the end that leaves the margin, to three
+    decimals (a bound printed as -0.25 may lie just beyond a margin of 0.25)."""
     bound = "no equivalence margin" if margin is None else f"the tie margin ±{margin:.2f}"
+    if verdict == "inconclusive" and margin is not None and low is not None and high is not None:
+        outside = [f"its {name} end {value:+.3f}" for name, value in (("lower", low), ("upper", high))
+                   if abs(value) > margin]
+        if outside:
+            return (f"the interval contains 0, and {' and '.join(outside)} "
+                    f"{'lie' if len(outside) > 1 else 'lies'} beyond {bound}")
     return {"beats": "the interval lies above 0", "loses": "the interval lies below 0",
             "tie": f"the whole interval lies within {bound}",
             "inconclusive": f"the interval contains 0 but is not within {bound}" if margin is not None

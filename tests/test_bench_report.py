@@ -287,8 +287,8 @@ def test_full_run_commentary_recomputes_a_stored_tie_from_the_interval():
               "agent_per_seed": {"0": _metrics(1.0)}, "baselines": {"equal_weight_buy_and_hold": _metrics(1.1)},
               # written under the old rule: every interval containing 0 was stored as a tie
               "sharpe_vs_buy_and_hold": {"difference": -0.1, "low": -0.6, "high": 0.4, "verdict": "tie"}}
-    assert "[-0.60, +0.40]: **inconclusive** (the interval contains 0 but is not within the tie margin ±0.25)." \
-        in full_run_commentary(report)[1]
+    assert ("[-0.60, +0.40]: **inconclusive** (the interval contains 0, and its lower end -0.600 and its upper end "
+            "+0.400 lie beyond the tie margin ±0.25).") in full_run_commentary(report)[1]
     assert "**tie** (the whole interval lies within the tie margin ±0.70)." in full_run_commentary(report, margin=0.7)[1]
     narrow = dict(report, sharpe_vs_buy_and_hold={"difference": 0.0, "low": -0.2, "high": 0.2, "verdict": "tie",
                                                   "margin": 0.1})

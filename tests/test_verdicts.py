@@ -151,3 +151,11 @@ def test_train_passes_its_tie_margin_to_the_job(monkeypatch):
     assert cli.main(["train", "--tie-margin", "0.1", "--no-progress"]) == 0
     assert seen["tie_margin"] == 0.1
     assert cli.build_parser().parse_args(["train"]).tie_margin == TIE_MARGIN
+
+
+def test_an_inconclusive_reason_names_the_end_beyond_the_margin_to_three_decimals():
+    # -0.2528 prints as -0.25 at two decimals: the reason says which side of the margin it lies on
+    assert verdict_reason("inconclusive", 0.25, -0.2528, 0.064) == (
+        "the interval contains 0, and its lower end -0.253 lies beyond the tie margin ±0.25")
+    assert "upper end +0.300" in verdict_reason("inconclusive", 0.25, -0.1, 0.3)
+    assert verdict_reason("inconclusive", None, -0.1, 0.3).endswith("no equivalence margin")

@@ -203,7 +203,8 @@ def full_run_commentary(report: dict, margin: float | None = None) -> list[str]:
         f"buy-and-hold {hold['sharpe_ratio']:.2f}.",
         f"* Sharpe difference against buy-and-hold: {versus['difference']:+.2f}, 95 % paired block-bootstrap "
         f"interval [{versus['low']:+.2f}, {versus['high']:+.2f}]: **{verdict}**"
-        + (f" ({verdict_reason(verdict, margin)})." if verdict in ("tie", "inconclusive") else "."),
+        + (f" ({verdict_reason(verdict, margin, versus['low'], versus['high'])})." if verdict in ("tie", "inconclusive")
+           else "."),
     ]
     others = {name: row["sharpe_ratio"] for name, row in baselines.items() if name != "equal_weight_buy_and_hold"}
     if others:
