@@ -211,7 +211,9 @@ def cmd_data(args) -> int:
     print(f"corporate actions: {len(actions)}")
     for action in actions:
         cash = f" + ¥{action['dividend']:.4f}/share" if action.get("dividend") else ""
-        print(f"  {action['tic']} {action['date']}  holdings x{action['ratio']:.4f}{cash}  ({action['how']})")
+        how = {"announced": "dividend table", "detected": "detected from the prices",
+               "split": "total adjustment split into shares and cash"}.get(action["how"], action["how"])
+        print(f"  {action['tic']} {action['date']}  holdings x{action['ratio']:.4f}{cash}  ({how})")
     print("splits:        " + ", ".join(f"{name} {s['start']}..{s['end']} ({s['days']} days)"
                                         for name, s in summary["splits"].items()))
     print(f"features ({len(summary['features'])}): {' '.join(summary['features'])}")

@@ -168,7 +168,7 @@ def test_sweep_caption_for_a_reader_shows_one_runnable_command():
     assert sweep_caption(record, "bench_sweep.json").count("  part (") == len(record["merged_from"])  # unchanged without
 
 
-def test_paired_by_family_corrects_over_the_families_and_reads_all_pairs_by_their_interval():
+def test_paired_by_family_corrects_over_every_row_the_pooled_ones_included():
     learn = read_records("bench_learn.json")[0]
     pair = (("ppo", 300_000, "best"), ("a2c", 300_000, "best"))
     table = teaching.paired_by_family(learn, {"ppo − a2c": pair})
@@ -176,8 +176,29 @@ def test_paired_by_family_corrects_over_the_families_and_reads_all_pairs_by_thei
     pairs = teaching.paired_captures(learn, *pair)
     assert pooled["pairs"] == len(pairs) and abs(pooled["mean difference"] - pairs["difference"].mean()) < 1e-12
     per_family = table.drop(index="all families", level="family")
-    assert (per_family["p (Holm)"] >= per_family["p (t)"].fillna(1.0)).all()
     assert set(per_family.index.get_level_values("family")) == set(pairs["family"])
+    assert (table["p (Holm)"] >= table["p (t)"].fillna(1.0)).all()
+    # the pooled row is adjusted as one of all the rows: Holm's factor for the smallest p is the row count
+    smallest = table["p (t)"].idxmin()
+    assert table.loc[smallest, "p (Holm)"] == pytest.approx(min(1.0, len(table) * table.loc[smallest, "p (t)"]))
+    assert (table["verdict"] != "inconclusive").sum() == (table["p (Holm)"] < 0.05).sum()
+
+
+def test_an_uncorrected_pooled_interval_that_excludes_zero_is_not_a_verdict():
+    """Three families of 4 markets, each a little ahead: the pooled 95 % interval excludes 0
+    (p 0.028), but adjusted as one of the table's four verdicts it is not below 0.05."""
+    summary = []
+    for family, differences in {"a": [0.4, -0.2, 0.5, 0.2], "b": [0.3, -0.2, 0.6, 0.1],
+                                "c": [0.5, -0.2, 0.2, 0.3]}.items():
+        summary.append({"learner": "x", "run_steps": 10, "env_steps": 10, "select": "best", "family": family,
+                        "captures": [1.0 + d for d in differences]})
+        summary.append({"learner": "y", "run_steps": 10, "env_steps": 10, "select": "best", "family": family,
+                        "captures": [1.0] * 4})
+    table = teaching.paired_by_family({"summary": summary}, {"x − y": (("x", 10, "best"), ("y", 10, "best"))})
+    pooled = table.loc[("x − y", "all families")]
+    assert pooled["low"] > 0 and pooled["p (t)"] < 0.05
+    assert pooled["p (Holm)"] == pytest.approx(4 * pooled["p (t)"]) and pooled["verdict"] == "inconclusive"
+    assert (table["verdict"] == "inconclusive").all()
 
 
 def _learn_case(algo, family, seed, agent_excess, rule_excess, run_steps=300_000):

@@ -240,7 +240,7 @@ def test_pre_close_marks_a_bonus_issue(synthetic_bars):
     bars.loc[a, "pre_close"] = prev_close / 2
     market = prepare_market(bars, indicators=()).full
     assert market.info["corporate_actions"] == [
-        {"tic": "600000.SH", "date": ex_date, "ratio": 2.0, "dividend": 0.0, "how": "provider"}]
+        {"tic": "600000.SH", "date": ex_date, "ratio": 2.0, "dividend": 0.0, "how": "split"}]
     day, col = _day(market, ex_date), _col(market, "600000.SH")
     assert float(market.split_ratio[day, col]) == pytest.approx(2.0)
     assert float(market.pre_close[day, col]) == pytest.approx(prev_close / 2)
@@ -257,7 +257,7 @@ def test_adj_factor_marks_a_bonus_issue(synthetic_bars):
                                                                    >= pd.Timestamp(ex_date)), 2.0, 1.0)
     market = prepare_market(bars, indicators=()).full
     assert market.info["corporate_actions"] == [
-        {"tic": "600000.SH", "date": ex_date, "ratio": 2.0, "dividend": 0.0, "how": "provider"}]
+        {"tic": "600000.SH", "date": ex_date, "ratio": 2.0, "dividend": 0.0, "how": "split"}]
     assert float(market.split_ratio[_day(market, ex_date), _col(market, "600000.SH")]) == pytest.approx(2.0)
 
 
@@ -432,7 +432,7 @@ def test_pre_close_marks_a_cash_dividend(synthetic_bars):
     market = prepare_market(bars, indicators=()).full
     date = str(pd.Timestamp(bars.loc[ex, "date"]).date())
     assert market.info["corporate_actions"] == [
-        {"tic": "600000.SH", "date": date, "ratio": 1.0, "dividend": pytest.approx(0.30, abs=1e-9), "how": "provider"}]
+        {"tic": "600000.SH", "date": date, "ratio": 1.0, "dividend": pytest.approx(0.30, abs=1e-9), "how": "split"}]
     day, col = _day(market, date), _col(market, "600000.SH")
     assert float(market.split_ratio[day, col]) == 1.0
     assert float(market.dividend[day, col]) == pytest.approx(0.30, abs=1e-9)
@@ -458,7 +458,7 @@ def test_announced_dividend_columns_are_exact(synthetic_bars):
     assert float(market.dividend[day, col]) == pytest.approx(0.5)
     assert float(market.pre_close[day, col]) == pytest.approx(np.floor((prev - 0.5) / 1.3 * 100 + 0.5) / 100)
     (action,) = market.info["corporate_actions"]
-    assert (action["how"], action["ratio"], action["dividend"]) == ("provider", 1.3, 0.5)
+    assert (action["how"], action["ratio"], action["dividend"]) == ("announced", 1.3, 0.5)
 
 
 def test_new_star_listing_days_two_to_five_have_no_limit(synthetic_bars):

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from finrl_tutorial import rules
-from finrl_tutorial.data import DataError, prepare_market
+from finrl_tutorial.data import DataError, clean, prepare_market
 from finrl_tutorial.envs import EnvConfig, StockTradingEnv, VecStockTradingEnv, VmapStockTradingEnv
 
 
@@ -159,6 +159,87 @@ def test_a_hole_in_the_data_is_no_corporate_action():
     with pytest.warns(UserWarning, match="hole in the data"):
         market = prepare_market(bars, indicators=()).full
     assert market.info["corporate_actions"] == [] and len(market.info["data_holes"]) == 98
+
+
+# --- a provider's total adjustment, with and without its dividend table ----------------------------
+
+def _ex_day(bonus, cash_share, ex=30, seed=8):
+    """600000.SH goes ex on day ``ex`` (``bonus`` shares and a cash dividend of ``cash_share`` of the
+    last close, per share): prices from then on follow the exchange's reference, and ``pre_close``
+    carries that reference (as tushare's and baostock's bars do)."""
+    bars = _bars(seed=seed)
+    rows = bars.index[bars["tic"] == "600000.SH"]
+    previous = float(bars.loc[rows[ex - 1], "close"])
+    cash = round(previous * cash_share, 2)
+    reference = float(rules.ex_rights_reference(previous, cash, bonus))
+    scale = reference / previous
+    for column in ("open", "high", "low", "close"):
+        bars.loc[rows[ex:], column] = np.round(bars.loc[rows[ex:], column] * scale, 2)
+    bars["pre_close"] = bars.groupby("tic")["close"].shift(1)
+    bars.loc[rows[ex], "pre_close"] = reference
+    return bars, rows[ex], previous, cash, reference
+
+
+def _action_of(market, bars, label):
+    date = str(pd.Timestamp(bars.loc[label, "date"]).date())
+    (action,) = [a for a in market.info["corporate_actions"] if (a["tic"], a["date"]) == ("600000.SH", date)]
+    return action
+
+
+@pytest.mark.parametrize("case, bonus, cash_share, split_ratio", [
+    ("10送1.6", 0.16, 0.0, 1.1),         # a bonus off the whole-per-10 grid: 1 share per 10 + cash
+    ("10转4.5派1", 0.45, 0.01, 1.4),
+    ("派12% (a large cash dividend)", 0.0, 0.12, 1.1),  # beyond 1.1 in total: part of it becomes shares
+    ("10送3派1", 0.3, 0.01, 1.3),          # on the grid: the split is right
+])
+def test_a_total_adjustment_is_split_and_warned_and_the_dividend_table_makes_it_exact(case, bonus, cash_share,
+                                                                                        split_ratio):
+    bars, label, previous, cash, reference = _ex_day(bonus, cash_share)
+    with pytest.warns(UserWarning, match=r"1 ex-day\(s\).*total adjustment.*without the dividend table.*9\.1%"):
+        market = prepare_market(bars, indicators=()).full
+    action = _action_of(market, bars, label)
+    assert action["how"] == "split" and action["ratio"] == pytest.approx(split_ratio)
+    assert action["ratio"] * reference + action["dividend"] == pytest.approx(previous, abs=1e-4)  # wealth exact
+    # the part of the holding booked on the wrong side, within the stated bound
+    wrong = abs(action["ratio"] - (1 + bonus)) * reference / previous
+    assert wrong < clean.SPLIT_EXPOSURE_BOUND
+
+    bars["cash_dividend"], bars["bonus_shares"] = 0.0, 0.0
+    bars.loc[label, ["cash_dividend", "bonus_shares"]] = [cash, bonus]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        market = prepare_market(bars, indicators=()).full
+    assert not [w for w in caught if "total adjustment" in str(w.message) or "disagree" in str(w.message)]
+    action = _action_of(market, bars, label)
+    assert (action["how"], action["ratio"], action["dividend"]) == ("announced", pytest.approx(1 + bonus),
+                                                                     pytest.approx(cash))
+    assert market.info["dividend_table_disagreements"] == []
+
+
+def test_a_dividend_table_that_disagrees_with_the_prices_keeps_its_shares_and_the_prices_wealth():
+    """pre_close says 10送3派5 (¥0.50 cash), the table only 10送3: warned; the cash follows the prices."""
+    bars, label, previous, cash, reference = _ex_day(0.3, 0.05)
+    bars["cash_dividend"], bars["bonus_shares"] = 0.0, 0.0
+    bars.loc[label, "bonus_shares"] = 0.3
+    with pytest.warns(UserWarning, match="dividend table and the prices' own adjustment.*disagree"):
+        market = prepare_market(bars, indicators=()).full
+    action = _action_of(market, bars, label)
+    assert action["how"] == "announced" and action["ratio"] == pytest.approx(1.3)
+    assert action["dividend"] == pytest.approx(previous - 1.3 * reference, abs=1e-4)
+    (disagreement,) = market.info["dividend_table_disagreements"]
+    assert disagreement["data_reference"] == reference
+    assert disagreement["table_reference"] == pytest.approx(previous / 1.3, abs=0.01)
+
+
+def test_a_missing_pre_close_on_an_announced_ex_day_takes_the_announced_reference():
+    bars, label, previous, cash, reference = _ex_day(0.3, 0.01)
+    bars.loc[label, "pre_close"] = np.nan
+    bars["cash_dividend"], bars["bonus_shares"] = 0.0, 0.0
+    bars.loc[label, ["cash_dividend", "bonus_shares"]] = [cash, 0.3]
+    market = _quiet_prepare(bars).full
+    day, col = list(pd.DatetimeIndex(market.dates)).index(bars.loc[label, "date"]), market.tickers.index("600000.SH")
+    assert float(market.pre_close[day, col]) == pytest.approx(reference)
+    assert _action_of(market, bars, label)["ratio"] == pytest.approx(1.3)
 
 
 # --- calendar and listings -------------------------------------------------------------------------

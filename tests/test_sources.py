@@ -676,6 +676,20 @@ class FakeAkshareActions(FakeAkshare):
         return pd.DataFrame({"item": ["股票代码", "上市时间"], "value": [symbol, 19991110]})
 
 
+class FakeAkshareDividends(FakeAkshareActions):
+    """Adds sina's 分红 table (per 10 shares): a plan not yet implemented, and the 2019-10-30 cash
+    dividend that the 1.05 factor stands for, 派 10 x prev x (1 - 1/1.05) yuan per 10 shares."""
+
+    def stock_history_dividend_detail(self, symbol, indicator):
+        self.calls.append(("stock_history_dividend_detail", dict(symbol=symbol, indicator=indicator)))
+        daily = self._daily[self._daily["股票代码"] == symbol].set_index("日期")
+        previous = float(daily.loc["2019-10-29", "收盘"])
+        return pd.DataFrame({"公告日期": ["2020-04-01", "2019-10-20"], "送股": [3, 0], "转增": [2, 0],
+                             "派息": [5.0, round(10 * previous * (1 - 1 / 1.05), 2)], "进度": ["预案", "实施"],
+                             "除权除息日": [None, "2019-10-30"], "股权登记日": [None, "2019-10-29"],
+                             "红股上市日": [None, None]})
+
+
 def test_akshare_adjustment_factor_and_listing():
     client = FakeAkshareActions()
     result = fetch_akshare(["600000.SH"], START, END, client=client, corporate_actions=True)
@@ -687,8 +701,35 @@ def test_akshare_adjustment_factor_and_listing():
 
     market = prepare_market(result.bars, indicators=(), splits={"train": (START, END)}).full
     (action,) = market.info["corporate_actions"]
-    assert action["date"] == "2019-10-30" and action["how"] == "provider"
+    assert action["date"] == "2019-10-30" and action["how"] == "split"
     # a total factor of 1.05 is under one bonus share per 10: all of it is cash, prev × (1 - 1/1.05)
     closes = result.bars.set_index("date")["close"]
     assert action["ratio"] == 1.0
     assert action["dividend"] == pytest.approx(closes.loc["2019-10-29"] * (1 - 1 / 1.05), abs=1e-4)
+
+
+def test_akshare_dividend_table_makes_the_split_exact():
+    client = FakeAkshareDividends()
+    result = fetch_akshare(["600000.SH"], START, END, client=client, corporate_actions=True)
+    assert ("stock_history_dividend_detail", {"symbol": "600000", "indicator": "分红"}) in client.calls
+    a = result.bars.set_index("date")
+    closes = a["close"]
+    cash = round(10 * closes.loc["2019-10-29"] * (1 - 1 / 1.05), 2) / 10
+    # the implemented plan lands on its ex-date, per share; the plan (预案) does not
+    assert a.loc["2019-10-30", "cash_dividend"] == pytest.approx(cash) and a["cash_dividend"].sum() == pytest.approx(cash)
+    assert (a["bonus_shares"] == 0).all()
+    from finrl_tutorial.data import prepare_market
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        market = prepare_market(result.bars, indicators=(), splits={"train": (START, END)}).full
+    assert not [w for w in caught if "total adjustment" in str(w.message) or "disagree" in str(w.message)]
+    (action,) = market.info["corporate_actions"]
+    assert (action["how"], action["ratio"], action["dividend"]) == ("announced", 1.0, pytest.approx(cash))
+
+
+def test_akshare_without_the_dividend_endpoint_warns_and_keeps_the_factor():
+    with pytest.warns(UserWarning, match="stock_history_dividend_detail is not available.*continuing without "
+                                         "the dividend table"):
+        result = fetch_akshare(["600000.SH"], START, END, client=FakeAkshareActions(), corporate_actions=True)
+    assert "adj_factor" in result.bars and "cash_dividend" not in result.bars

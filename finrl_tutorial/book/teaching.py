@@ -429,10 +429,11 @@ def paired_by_family(learn: Mapping, comparisons: Mapping[str, tuple[tuple, tupl
     from a ``bench learn`` record: ``comparisons`` maps a name to the ``(a, b)`` pair of
     `paired_captures`. Each row: the (family, market) pairs, the mean difference in capture (a − b)
     with its 95 % t-interval, the one-sample t-test's p-value on the differences and its Holm
-    adjustment over all the per-family rows of the table (the "all families" rows are summaries,
-    not further tests). ``verdict`` is "first ahead" / "second ahead" only where the Holm-adjusted
-    p-value is below ``level`` (per family) or the interval excludes 0 (all families), else
-    "inconclusive": a difference in capture has no equivalence margin, so none is called a tie."""
+    adjustment over **all** the rows of the table, the "all families" rows included (every row is a
+    verdict drawn, as in `signal_rule_comparison`). ``verdict`` is "first ahead" / "second ahead"
+    only where the Holm-adjusted p-value is below ``level``, else "inconclusive": a difference in
+    capture has no equivalence margin, so none is called a tie. An uncorrected interval that
+    excludes 0 is therefore not a verdict on its own."""
     from scipy import stats  # here, not at the top: `import finrl_tutorial` stays quick for the CLI
 
     rows = []
@@ -447,11 +448,8 @@ def paired_by_family(learn: Mapping, comparisons: Mapping[str, tuple[tuple, tupl
             rows.append({"comparison": name, "family": family, "pairs": interval["n"], "mean difference": interval["mean"],
                          "low": interval["low"], "high": interval["high"], "p (t)": p})
     table = pd.DataFrame(rows)
-    per_family = table["family"] != "all families"
-    adjusted = holm(table.loc[per_family, "p (t)"].fillna(1.0).tolist())
-    table["p (Holm)"] = math.nan
-    table.loc[per_family, "p (Holm)"] = adjusted.to_numpy()
-    significant = np.where(per_family, table["p (Holm)"] < level, (table["low"] > 0) | (table["high"] < 0))
+    table["p (Holm)"] = holm(table["p (t)"].fillna(1.0).tolist()).to_numpy()
+    significant = table["p (Holm)"] < level
     table["verdict"] = np.where(significant, np.where(table["mean difference"] > 0, "first ahead", "second ahead"),
                                 "inconclusive")
     return table.set_index(["comparison", "family"])

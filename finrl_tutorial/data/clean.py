@@ -114,6 +114,27 @@ def _explicit_actions(group: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Ser
     return cash, shares, (cash > 0) | (shares > 0)
 
 
+SPLIT_EXPOSURE_BOUND = rules.BONUS_STEP / (1.0 + rules.BONUS_STEP)
+"""The largest share of a holding's value that `rules.split_corporate_action` can put on the wrong
+side (shares or cash) of an ex-day: less than one bonus step (0.1 share per share) of a total
+ratio of at least 1.1, 0.1 / 1.1 = 9.1 %. The wealth is exact either way."""
+
+
+def _warn_split_actions(split: pd.DataFrame, source: str) -> None:
+    """Warn once per preparation when ex-days had only a total adjustment to go by."""
+    if split.empty:
+        return
+    first = split.iloc[0]
+    warnings.warn(
+        f"{len(split)} ex-day(s) in the data ({source}; first {first['tic']} {pd.Timestamp(first['date']).date()}) "
+        "come from a total adjustment (pre_close or adj_factor) without the dividend table: each is split into "
+        "whole bonus shares per 10 and cash (10送1.6 is booked as 10送1 plus cash). The wealth is exact; up to "
+        f"{SPLIT_EXPOSURE_BOUND:.1%} of the holding's value may sit on the wrong side (shares or cash) until "
+        "the next trade. Add cash_dividend/bonus_shares columns (per share), or fetch with "
+        "corporate_actions=True from tushare, baostock or akshare, to make it exact",
+        DataWarning, stacklevel=4)
+
+
 def _reference_close(group: pd.DataFrame, listing_day=None, hole_before=None) -> tuple[pd.Series, pd.Series]:
     """Per ticker: the ex-rights reference previous close, and whether an action was *detected*.
 
@@ -133,14 +154,16 @@ def _reference_close(group: pd.DataFrame, listing_day=None, hole_before=None) ->
     detected = pd.Series(False, index=group.index)
     cash, shares, announced = _explicit_actions(group)
     has_pre_close = "pre_close" in group and group["pre_close"].notna().any()
+    announced_reference = pd.Series(rules.ex_rights_reference(previous, cash, shares), index=group.index)
     if has_pre_close:
-        reference = group["pre_close"].where(group["pre_close"].notna(), previous)
+        # a missing pre_close on an announced ex-day takes the reference the announcement implies
+        reference = group["pre_close"].where(group["pre_close"].notna(),
+                                             previous.where(~announced, announced_reference))
     elif "adj_factor" in group and group["adj_factor"].notna().any():
         factor = group["adj_factor"].ffill()
         reference = previous * factor.shift(1) / factor
     elif announced.any():
-        reference = previous.where(~announced, pd.Series(rules.ex_rights_reference(previous, cash, shares),
-                                                         index=group.index))
+        reference = previous.where(~announced, announced_reference)
     else:
         rate = rules.limit_rate(group["tic"].iloc[0], group["date"], group.get("is_st"))
         _, down = rules.limit_prices(previous.to_numpy(), rate)
@@ -354,7 +377,7 @@ def _per_ticker_rows(bars: pd.DataFrame, listings=None, holes=None) -> tuple[pd.
                                                                                        detected_all)
     reference_all = reference_all.where(~detected_all, detected_reference)
 
-    pieces = []
+    pieces, disagreements = [], []
     for tic, group in bars.groupby("tic", sort=True):
         group = group.sort_values("date").copy()
         reference, detected = reference_all.loc[group.index], detected_all.loc[group.index]
@@ -368,12 +391,30 @@ def _per_ticker_rows(bars: pd.DataFrame, listings=None, holes=None) -> tuple[pd.
         # `_detected_references`).
         split_ratio = np.where(detected, detected_ratio.loc[group.index], split_ratio)
         split_dividend = np.where(detected, detected_cash.loc[group.index], split_dividend)
-        ratio = np.where(announced, 1.0 + shares, np.where(has_action, split_ratio, 1.0))
-        dividend = np.where(announced, cash, np.where(has_action, split_dividend, 0.0))
+        # The dividend table and the prices' own total adjustment (pre_close, adj_factor) must agree
+        # up to the reference's rounding to the fen; where they do not (a rights issue, an ex-date a
+        # day off), the table's bonus shares are kept and the cash follows from the prices, so that
+        # the holder's wealth matches them.
+        gap = ((1.0 + shares) * reference + cash - previous).abs()
+        mismatch = announced & (gap > (1.0 + shares) * rules.TICK)
+        table_ratio = 1.0 + shares
+        reconciled_cash = previous - table_ratio * reference
+        table_ratio = table_ratio.where(~mismatch | (reconciled_cash >= 0), total)
+        table_cash = cash.where(~mismatch, reconciled_cash.clip(lower=0.0))
+        ratio = np.where(announced, table_ratio, np.where(has_action, split_ratio, 1.0))
+        dividend = np.where(announced, table_cash, np.where(has_action, split_dividend, 0.0))
+        table_reference = rules.ex_rights_reference(previous.to_numpy(), cash.to_numpy(), shares.to_numpy())
+        for at in np.flatnonzero(mismatch.to_numpy()):
+            disagreements.append({"tic": tic, "date": str(pd.Timestamp(group["date"].iloc[at]).date()),
+                                  "table_reference": round(float(table_reference[at]), 4),
+                                  "data_reference": round(float(reference.iloc[at]), 4)})
         group["ref_close"] = reference
         group["split_ratio"] = ratio
         group["dividend"] = dividend
         group["action_detected"] = detected
+        # how each ex-day's holdings were set: from the dividend table, detected from the bars, or
+        # a provider's total adjustment split into whole bonus shares per 10 and cash
+        group["action_how"] = np.where(announced, "announced", np.where(detected, "detected", "split"))
         rate = rules.limit_rate(tic, group["date"], group.get("is_st"))
         up, down = rules.limit_prices(reference.to_numpy(), rate)
         no_limit = reference.isna().to_numpy()  # no previous close: first listed day, or unknown
@@ -399,8 +440,15 @@ def _per_ticker_rows(bars: pd.DataFrame, listings=None, holes=None) -> tuple[pd.
             group[f"adj_{column}"] = group[column] * cumulative
         group["adj_volume"] = group["volume"] / cumulative
         pieces.append(group)
+    if disagreements:
+        first = disagreements[0]
+        warnings.warn(f"{len(disagreements)} ex-day(s) where the dividend table and the prices' own adjustment "
+                      f"(pre_close/adj_factor) disagree (first {first['tic']} {first['date']}: the table implies "
+                      f"a reference of {first['table_reference']}, the data {first['data_reference']}): the table's "
+                      "bonus shares are kept and the cash set so that the holder's wealth matches the prices "
+                      "(a rights issue, or an ex-date a day off?)", DataWarning, stacklevel=5)
     found = {"listings_inferred": {tic: str(date.date()) for tic, date in sorted(inferred.items())},
-             "detected_actions": evidence}
+             "detected_actions": evidence, "dividend_table_disagreements": disagreements}
     return pd.concat(pieces, ignore_index=True), found
 
 
@@ -620,15 +668,18 @@ def prepare_validated(bars: pd.DataFrame, *, splits: dict | None = None, indicat
 
     suspended = (~traded[first:]).sum(axis=0)
     actions = rows[((rows["split_ratio"] != 1.0) | (rows["dividend"] > 0.0)) & (rows["date"] >= dates[first])]
+    _warn_split_actions(actions[actions["action_how"] == "split"], source)
     info = {
         "suspended_stock_days": int(suspended.sum()),
         "suspended_by_ticker": {t: int(n) for t, n in zip(tickers, suspended) if n},
         "corporate_actions": [
             {"tic": r.tic, "date": str(r.date.date()), "ratio": round(float(r.split_ratio), 6),
-             "dividend": round(float(r.dividend), 4), "how": "detected" if r.action_detected else "provider"}
+             "dividend": round(float(r.dividend), 4), "how": r.action_how}
             for r in actions.itertuples()
         ],
         "detected_actions": [e for e in found["detected_actions"] if pd.Timestamp(e["date"]) >= dates[first]],
+        "dividend_table_disagreements": [e for e in found["dividend_table_disagreements"]
+                                         if pd.Timestamp(e["date"]) >= dates[first]],
         "listings_inferred": found["listings_inferred"],
         "data_holes": [str(d.date()) for d in holes],
         "off_calendar_dates": [str(d.date()) for d in off_exchange],

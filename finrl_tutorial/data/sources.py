@@ -381,9 +381,12 @@ def fetch_akshare(tickers: str | Iterable[str], start: Any, end: Any, *, client:
 
     akshare has no pre-close column and no exchange calendar: ``calendar`` is None. With
     ``corporate_actions``: the back-adjustment factor (``stock_zh_a_daily(adjust="hfq-factor")``,
-    one row per ex-day) as ``adj_factor``, which makes ex-days and dividends exact, and the
-    listing date (``stock_individual_info_em``, 上市时间). akshare has no ST *history* (its ST list
-    is today's), so ``is_st`` stays absent.
+    one row per ex-day) as ``adj_factor``, which makes each ex-day's total adjustment exact; the
+    dividend table (``stock_history_dividend_detail(indicator="分红")``, sina: implemented plans
+    (进度 实施) with 送股/转增 shares and 派息 cash per 10 shares, pre-tax) as
+    ``cash_dividend``/``bonus_shares``, which splits that total into shares and cash exactly; and
+    the listing date (``stock_individual_info_em``, 上市时间). akshare has no ST *history* (its ST
+    list is today's), so ``is_st`` stays absent.
     """
     names = normalize_tickers(tickers)
     start, end = _window(start, end)
@@ -395,15 +398,24 @@ def fetch_akshare(tickers: str | Iterable[str], start: Any, end: Any, *, client:
                    tic, _AKSHARE_DAILY, "akshare stock_zh_a_hist", start, end) for tic in names]
     listings = None
     if corporate_actions:
+        def endpoint(name):  # an endpoint this akshare version lacks is a DataError like any other failure
+            if not hasattr(ak, name):
+                raise DataError(f"akshare {name} is not available in this akshare version")
+            return getattr(ak, name)
+
         for i, tic in enumerate(names):
             symbol = f"{tic[-2:].lower()}{tic[:6]}"
             factors = _optional("adjustment factors", lambda: _call(
-                "akshare", "stock_zh_a_daily", tic, ak.stock_zh_a_daily, symbol=symbol, adjust="hfq-factor"))
-            parts[i] = _with_factor(parts[i], factors)
+                "akshare", "stock_zh_a_daily", tic, endpoint("stock_zh_a_daily"), symbol=symbol, adjust="hfq-factor"))
+            dividends = _optional("dividend table", lambda: _akshare_dividends(_call(
+                "akshare", "stock_history_dividend_detail", tic, endpoint("stock_history_dividend_detail"),
+                symbol=to_plain_code(tic), indicator="分红"), tic))
+            parts[i] = _with_dividends(_with_factor(parts[i], factors), dividends)
         infos = []
         for tic in names:
             info = _optional("listing date", lambda: _call(
-                "akshare", "stock_individual_info_em", tic, ak.stock_individual_info_em, symbol=to_plain_code(tic)))
+                "akshare", "stock_individual_info_em", tic, endpoint("stock_individual_info_em"),
+                symbol=to_plain_code(tic)))
             if isinstance(info, pd.DataFrame) and {"item", "value"} <= set(info.columns):
                 found = info.loc[info["item"].astype(str) == "上市时间", "value"]
                 if len(found):
@@ -544,6 +556,23 @@ def _baostock_dividends(raw: pd.DataFrame, tic: str) -> pd.DataFrame:
 
     return _actions_frame(raw["dividOperateDate"], numeric("dividCashPsBeforeTax"),
                           numeric("dividStocksPs") + numeric("dividReserveToStockPs"))
+
+
+def _akshare_dividends(raw: Any, tic: str) -> pd.DataFrame:
+    """akshare ``stock_history_dividend_detail(indicator="分红")`` (sina 分红配股): implemented plans
+    (进度 实施) with an ex-date (除权除息日); 送股, 转增 (shares) and 派息 (yuan, pre-tax) are per
+    10 shares held."""
+    if not isinstance(raw, pd.DataFrame) or raw.empty:
+        return _actions_frame([], [], [])
+    if "除权除息日" not in raw:
+        raise DataError(f"akshare stock_history_dividend_detail for {tic}: response lacks column 除权除息日")
+    done = raw[raw["进度"].astype(str).str.strip() == "实施"] if "进度" in raw else raw
+
+    def per_share(column):
+        values = done.get(column, pd.Series(0.0, index=done.index))
+        return pd.to_numeric(values, errors="coerce").fillna(0.0) / 10.0
+
+    return _actions_frame(done["除权除息日"], per_share("派息"), per_share("送股") + per_share("转增"))
 
 
 def _tushare_names(raw: Any, tic: str) -> pd.DataFrame | None:
