@@ -47,8 +47,8 @@ def test_data_summarises_the_sample_and_saves_a_csv(capsys, tmp_path):
     assert "corporate actions: 14" in out
     # detected ex-days are sized on whole bonus shares per 10 plus cash, from the open net of the market's
     # opening move: 600000.SH 2017-05-25 was 10转3派2 (the exchange's reference 11.75)
-    assert "600276.SH 2015-06-15  holdings x1.3000 + ¥0.1090/share  (detected)" in out
-    assert "600000.SH 2017-05-25  holdings x1.3000 + ¥0.1950/share  (detected)" in out
+    assert "600276.SH 2015-06-15  holdings x1.3000 + ¥0.1090/share  (detected from the prices)" in out
+    assert "600000.SH 2017-05-25  holdings x1.3000 + ¥0.1950/share  (detected from the prices)" in out
     assert "train 2015-01-05..2017-12-29 (732 days)" in out
     saved = pd.read_csv(out_csv)
     assert len(saved) == 1221 * 15
