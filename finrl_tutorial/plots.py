@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 import pandas as pd
+import matplotlib
 from matplotlib.artist import setp
 from matplotlib.figure import Figure
 
@@ -206,7 +207,13 @@ def plot_weights(
     cash = np.clip(1.0 - values.sum(axis=0), 0.0, 1.0)
     fig = Figure(figsize=(10, 4), layout="constrained")
     ax = fig.subplots()
-    ax.stackplot(weights.index, *values, cash, labels=[*map(str, weights.columns), "cash"], linewidth=0)
+    # one distinct colour per stock (tab20, then a continuous map past 20) and light grey for cash
+    count = len(weights.columns)
+    palette = matplotlib.colormaps["tab20"].colors if count <= 20 else \
+        [matplotlib.colormaps["turbo"](i / max(count - 1, 1)) for i in range(count)]
+    colors = [palette[i % len(palette)] for i in range(count)] + [(0.85, 0.85, 0.85)]
+    ax.stackplot(weights.index, *values, cash, labels=[*map(str, weights.columns), "cash"], colors=colors,
+                 linewidth=0)
     ax.set_ylim(0.0, 1.0)
     ax.set_ylabel("share of wealth")
     ax.set_title(title)

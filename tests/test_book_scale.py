@@ -6,6 +6,7 @@ carry no temporary output path; the threaded cost model reproduces the points it
 """
 from __future__ import annotations
 
+import re
 import shlex
 
 import pytest
@@ -99,7 +100,11 @@ _NAME = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-.", min_size=1, 
     lambda n: n not in (".", ".."))
 
 
-@given(folders=st.lists(_NAME, min_size=1, max_size=3), name=_NAME, relative=st.booleans())
+def _no_revision_mark(name):
+    return not re.search(r"(_new|_old|[a-z][2-9])$", name.partition(".")[0])
+
+
+@given(folders=st.lists(_NAME, min_size=1, max_size=3), name=_NAME.filter(_no_revision_mark), relative=st.booleans())
 def test_reader_command_moves_only_a_temporary_output_under_runs(folders, name, relative):
     path = "/".join([*folders, name]) if relative else "/" + "/".join(["tmp", *folders, name])
     command = f"python -m finrl_tutorial bench scale --repeats 3 --out {path} --threads 1"
@@ -107,6 +112,15 @@ def test_reader_command_moves_only_a_temporary_output_under_runs(folders, name, 
     assert shown[:7] == shlex.split(command)[:7] and shown[-2:] == ["--threads", "1"]
     assert shown[shown.index("--out") + 1] == (path if relative else f"runs/{name}")
     assert reader_command(reader_command(command)) == reader_command(command)
+
+
+@pytest.mark.parametrize("scratch, shown", [("/tmp/speed/peers_new.jsonl", "runs/peers.jsonl"),
+                                             ("/tmp/a/scale_quiet2", "runs/scale_quiet"),
+                                             ("/tmp/a/learn_ic005_s30", "runs/learn_ic005_s30"),
+                                             ("runs/keep2", "runs/keep2")])
+def test_reader_command_drops_a_scratch_names_revision_mark(scratch, shown):
+    command = reader_command(f"python -m finrl_tutorial bench peers --out {scratch} --threads 1")
+    assert shlex.split(command)[shlex.split(command).index("--out") + 1] == shown
 
 
 def test_reader_command_leaves_a_command_without_out_alone():

@@ -308,6 +308,11 @@ def plot_capture(rows: list[dict], path, select: str = "best"):
                     linestyle="-" if label.startswith("ppo") else "--", label=label)
             ax.fill_between(steps, [points[s][1] for s in steps], [points[s][2] for s in steps],
                             color=colours[label], alpha=0.12)
+        missing = [label for label in labels if label not in curves]
+        if missing:  # say which cells this panel cannot draw, rather than drop them silently
+            ax.text(0.99, 0.02, f"not drawn, the {title} made no pooled excess there (no capture):\n"
+                    + "\n".join(missing), transform=ax.transAxes, ha="right", va="bottom", fontsize="xx-small",
+                    color="dimgrey")
         ax.axhline(1.0, color="black", linewidth=0.8, linestyle=":", label=f"the {title}")
         ax.axhline(0.0, color="grey", linewidth=0.8, label="buy-and-hold")
         ax.set_xlabel("env steps")

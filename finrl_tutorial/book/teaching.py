@@ -418,7 +418,10 @@ def reader_command(command: str, out: str | None = None,
         if word.startswith("--"):
             skipping = word in drop
         elif not skipping and kept and kept[-1] == "--out" and word.startswith("/"):
-            word = "runs/" + re.sub(r"[^\w.-]", "_", word.rstrip("/").rsplit("/", 1)[-1])
+            name = re.sub(r"[^\w.-]", "_", word.rstrip("/").rsplit("/", 1)[-1])
+            stem, dot, suffix = name.partition(".")
+            # a scratch name's revision marks (peers_new, scale_quiet2) say nothing to a reader
+            word = "runs/" + (re.sub(r"(_new|_old|(?<=[a-z])[2-9])$", "", stem) or stem) + dot + suffix
         if not skipping:
             kept.append(word)
     return shlex.join(kept + (["--out", out] if out is not None else []))
