@@ -25,7 +25,7 @@ def summary_table(record: dict) -> pd.DataFrame:
         line["wall s"] = round(row["wall_seconds"]["mean"], 1)
         line["buy-and-hold valid Sharpe"] = round(row["buy_and_hold_valid_sharpe"], 2)
         if "oracle_valid_sharpe" in row:
-            line["oracle valid Sharpe"] = round(row["oracle_valid_sharpe"], 2)
+            line["signal rule valid Sharpe"] = round(row["oracle_valid_sharpe"], 2)
         rows.append(line)
     return pd.DataFrame(rows).set_index(["market", "variant"])
 
