@@ -197,6 +197,11 @@ def _output_file(path, overwrite: bool, inputs=()) -> Path:
     return path
 
 
+_ACTION_SOURCES = {"announced": "dividend table", "detected": "detected from the prices",
+                   "split": "total adjustment split into shares and cash"}
+"""How `cmd_data` names the source of each corporate action (`info["corporate_actions"][i]["how"]`)."""
+
+
 def cmd_data(args) -> int:
     if args.out:  # refuse before the (slow) cleaning, not after
         _output_file(args.out, args.overwrite, inputs=[args.source])
@@ -211,8 +216,7 @@ def cmd_data(args) -> int:
     print(f"corporate actions: {len(actions)}")
     for action in actions:
         cash = f" + ¥{action['dividend']:.4f}/share" if action.get("dividend") else ""
-        how = {"announced": "dividend table", "detected": "detected from the prices",
-               "split": "total adjustment split into shares and cash"}.get(action["how"], action["how"])
+        how = _ACTION_SOURCES.get(action["how"], action["how"])
         print(f"  {action['tic']} {action['date']}  holdings x{action['ratio']:.4f}{cash}  ({how})")
     print("splits:        " + ", ".join(f"{name} {s['start']}..{s['end']} ({s['days']} days)"
                                         for name, s in summary["splits"].items()))

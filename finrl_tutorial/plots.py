@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 
+import matplotlib
 import numpy as np
 import pandas as pd
-import matplotlib
 from matplotlib.artist import setp
 from matplotlib.figure import Figure
 
@@ -211,7 +211,7 @@ def plot_weights(
     count = len(weights.columns)
     palette = matplotlib.colormaps["tab20"].colors if count <= 20 else \
         [matplotlib.colormaps["turbo"](i / max(count - 1, 1)) for i in range(count)]
-    colors = [palette[i % len(palette)] for i in range(count)] + [(0.85, 0.85, 0.85)]
+    colors = [*palette[:count], (0.85, 0.85, 0.85)]
     ax.stackplot(weights.index, *values, cash, labels=[*map(str, weights.columns), "cash"], colors=colors,
                  linewidth=0)
     ax.set_ylim(0.0, 1.0)

@@ -307,8 +307,9 @@ def split_corporate_action(previous_close, reference):
     cash dividend (total < 1.1) is all cash; 10送3派1 is ratio 1.3 and ¥0.10. A bonus ratio that is
     not a whole number per 10 (e.g. 10转4.5) is split 1.4 shares + cash; the wealth is right
     either way, and less than 0.1 / 1.1 of the holding's value lands on the wrong side (the
-    cleaning warns and uses a provider's dividend table instead wherever there is one). A rights issue (配股) shows as cash: the holder is paid the theoretical value of
-    the rights, as if every holder sold them at that value.
+    cleaning warns and uses a provider's dividend table instead wherever there is one). A rights
+    issue (配股) shows as cash: the holder is paid the theoretical value of the rights, as if every
+    holder sold them at that value.
     Returns ``(ratio, dividend)`` arrays (1 and 0 where there is no action).
     """
     previous = np.asarray(previous_close, dtype=float)

@@ -363,8 +363,9 @@ def plot_projection(models: dict[str, CostModel], baseline: float, measured: dic
     """Speed-up against ``baseline`` (samples/s of the fastest single process) of each model from 1
     to ``max_processes``: solid where this machine measured (up to ``measured_up_to``), dotted
     beyond, in a shaded band marked *projection*; a model named in ``hypothetical`` (a what-if, not
-    fitted to this machine) is dotted everywhere and read against its own single process. ``measured`` adds each label's measured points
-    ``{P: (median, low, high)}`` (speed-ups) with whiskers, and the line of perfect scaling."""
+    fitted to this machine) is dotted everywhere and read against its own single process.
+    ``measured`` adds each label's measured points ``{P: (median, low, high)}`` (speed-ups) with
+    whiskers, and the line of perfect scaling."""
     counts = list(range(1, max_processes + 1))
     ax.axvspan(measured_up_to + 0.5, max_processes + 0.5, color="tab:orange", alpha=0.08)
     ax.text(measured_up_to + 0.7, 0.97, "projection (cost model)", transform=ax.get_xaxis_transform(),
@@ -372,13 +373,13 @@ def plot_projection(models: dict[str, CostModel], baseline: float, measured: dic
     ax.plot(counts, counts, color="grey", linestyle=":", linewidth=1, label="perfect: P × the baseline")
     for k, (label, model) in enumerate(models.items()):
         color = f"C{k}"
-        speed = [model.projectable().samples_per_s(p) / baseline for p in counts]
-        inside = [p for p in counts if p <= measured_up_to]
         if label in hypothetical:  # its own single process is its baseline: it runs on other hardware
             own = model.projectable().samples_per_s(1)
             ax.plot(counts, [model.projectable().samples_per_s(p) / own for p in counts], ":", color=color,
                     linewidth=2, label=f"{label}: what-if model, against its own 1 {unit[:-1]}")
             continue
+        speed = [model.projectable().samples_per_s(p) / baseline for p in counts]
+        inside = [p for p in counts if p <= measured_up_to]
         ax.plot(inside, speed[:len(inside)], "-", color=color, label=f"{label}: model")
         ax.plot(counts[len(inside) - 1:], speed[len(inside) - 1:], ":", color=color, linewidth=2)
         for p, (median, low, high) in measured.get(label, {}).items():

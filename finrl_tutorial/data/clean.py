@@ -403,10 +403,10 @@ def _per_ticker_rows(bars: pd.DataFrame, listings=None, holes=None) -> tuple[pd.
         table_cash = cash.where(~mismatch, reconciled_cash.clip(lower=0.0))
         ratio = np.where(announced, table_ratio, np.where(has_action, split_ratio, 1.0))
         dividend = np.where(announced, table_cash, np.where(has_action, split_dividend, 0.0))
-        table_reference = rules.ex_rights_reference(previous.to_numpy(), cash.to_numpy(), shares.to_numpy())
-        for at in np.flatnonzero(mismatch.to_numpy()):
+        for at in np.flatnonzero(mismatch.to_numpy()):  # rare: the table's own reference only for these
+            table_reference = rules.ex_rights_reference(previous.iloc[at], cash.iloc[at], shares.iloc[at])
             disagreements.append({"tic": tic, "date": str(pd.Timestamp(group["date"].iloc[at]).date()),
-                                  "table_reference": round(float(table_reference[at]), 4),
+                                  "table_reference": round(float(table_reference), 4),
                                   "data_reference": round(float(reference.iloc[at]), 4)})
         group["ref_close"] = reference
         group["split_ratio"] = ratio

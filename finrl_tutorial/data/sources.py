@@ -235,6 +235,14 @@ def _benchmark(raw: Any, date_column: str, close_column: str, what: str,
     return series
 
 
+def _endpoint(source: str, client: Any, name: str) -> Callable[..., Any]:
+    """The client's endpoint ``name``; one this client (or library version) lacks is a DataError
+    like any other provider failure, so `_optional` turns it into a warning."""
+    if not hasattr(client, name):
+        raise DataError(f"{source} {name} is not available from this client")
+    return getattr(client, name)
+
+
 def _optional(what: str, fetch: Callable[[], Any]) -> Any:
     """Calendar and benchmark are extras: a provider failure warns and yields None."""
     try:
@@ -341,9 +349,8 @@ def fetch_tushare(tickers: str | Iterable[str], start: Any, end: Any, *, token: 
                    "tushare daily", start, end) for tic in names]
     listings = None
     if corporate_actions:
-        def endpoint(name):  # an endpoint the client lacks is a DataError like any other failure
-            if not hasattr(client, name):
-                raise DataError(f"tushare {name} is not available from this client")
+        def endpoint(name):  # the calls go through `call` by name, once the client is known to have it
+            _endpoint("tushare", client, name)
             return name
 
         for i, tic in enumerate(names):
@@ -398,23 +405,19 @@ def fetch_akshare(tickers: str | Iterable[str], start: Any, end: Any, *, client:
                    tic, _AKSHARE_DAILY, "akshare stock_zh_a_hist", start, end) for tic in names]
     listings = None
     if corporate_actions:
-        def endpoint(name):  # an endpoint this akshare version lacks is a DataError like any other failure
-            if not hasattr(ak, name):
-                raise DataError(f"akshare {name} is not available in this akshare version")
-            return getattr(ak, name)
-
         for i, tic in enumerate(names):
             symbol = f"{tic[-2:].lower()}{tic[:6]}"
             factors = _optional("adjustment factors", lambda: _call(
-                "akshare", "stock_zh_a_daily", tic, endpoint("stock_zh_a_daily"), symbol=symbol, adjust="hfq-factor"))
+                "akshare", "stock_zh_a_daily", tic, _endpoint("akshare", ak, "stock_zh_a_daily"), symbol=symbol,
+                adjust="hfq-factor"))
             dividends = _optional("dividend table", lambda: _akshare_dividends(_call(
-                "akshare", "stock_history_dividend_detail", tic, endpoint("stock_history_dividend_detail"),
-                symbol=to_plain_code(tic), indicator="分红"), tic))
+                "akshare", "stock_history_dividend_detail", tic,
+                _endpoint("akshare", ak, "stock_history_dividend_detail"), symbol=to_plain_code(tic), indicator="分红"), tic))
             parts[i] = _with_dividends(_with_factor(parts[i], factors), dividends)
         infos = []
         for tic in names:
             info = _optional("listing date", lambda: _call(
-                "akshare", "stock_individual_info_em", tic, endpoint("stock_individual_info_em"),
+                "akshare", "stock_individual_info_em", tic, _endpoint("akshare", ak, "stock_individual_info_em"),
                 symbol=to_plain_code(tic)))
             if isinstance(info, pd.DataFrame) and {"item", "value"} <= set(info.columns):
                 found = info.loc[info["item"].astype(str) == "上市时间", "value"]
