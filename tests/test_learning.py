@@ -212,3 +212,16 @@ def test_the_summary_sets_both_oracles_side_by_side_and_finds_the_smallest_beati
     assert smallest[30]["all"] == 0.05 and smallest[30]["majority"] == 0.05  # 1 of 2 at 0.03 is no majority
     assert smallest[100]["all"] is None and smallest[100]["tried"] == [{"ic": 0.05, "beats": 0, "markets": 1}]
     assert len(learn.plot_capture(rows, None).axes) == 2
+    assert "informed_train_valid_capture_pooled" not in row  # these cases have no oracle chosen on the longer window
+
+
+def test_the_summary_reads_the_oracle_chosen_on_training_and_validation_beside_the_other():
+    cases = [_case(0.05, 30, seed, 0.1, "tie") | {"informed_oracle_train_valid": {"test_excess": long}}
+             for seed, long in ((0, 0.3), (1, 0.1))]
+    row = next(r for r in learn.summarize(cases) if r["select"] == "best" and r["env_steps"] == 8192)
+    assert row["informed_capture_pooled"] == pytest.approx(0.5)  # 0.1 / 0.2, the validation-chosen oracle
+    assert row["informed_train_valid_excess_mean"] == pytest.approx(0.2)
+    assert row["informed_train_valid_capture_pooled"] == pytest.approx(0.5)
+    cases[1]["informed_oracle_train_valid"]["test_excess"] = -0.2  # mean 0.05: the agent's 0.1 is twice it
+    row = next(r for r in learn.summarize(cases) if r["select"] == "best" and r["env_steps"] == 8192)
+    assert row["informed_train_valid_capture_pooled"] == pytest.approx(2.0)

@@ -63,6 +63,26 @@ def test_the_informed_oracle_is_chosen_on_validation_only():
             < excess_return(informed_record(synthetic, chosen.rule, "test"), hold) - 0.1)
 
 
+def test_the_longer_window_chooses_on_training_and_validation_and_never_on_test():
+    synthetic, chosen = _strong()
+    rules = [_rule("top_k(k=2, band=1)", 10), _rule("top_k(k=5, band=0)", 10), InformedRule("simple")]
+    longer = informed_oracle(synthetic, rules=rules, window="train+valid")
+    assert longer.window == "train+valid" and chosen.window == "valid"
+    # its score is the excess compounded over both splits, each run as its own episode
+    for rule in rules:
+        grown = [informed_record(synthetic, rule, split).wealth for split in ("train", "valid")]
+        held = [buy_and_hold_baseline(synthetic.market.splits[split]).wealth for split in ("train", "valid")]
+        expected = (np.prod([w.iloc[-1] / w.iloc[0] for w in grown])
+                    - np.prod([w.iloc[-1] / w.iloc[0] for w in held]))
+        assert longer.scores[rule.name] == pytest.approx(expected, rel=1e-9)
+    truth = synthetic.expected_return.copy()
+    truth.loc[truth.index >= synthetic.market.test.dates[0]] *= -1
+    again = informed_oracle(replace(synthetic, expected_return=truth), rules=rules, window="train+valid")
+    assert again.rule == longer.rule and again.sharpes == longer.sharpes
+    with pytest.raises(ValueError, match="selection window"):
+        informed_oracle(synthetic, rules=rules, window="test")
+
+
 def test_the_batched_run_is_the_single_run_of_each_rule():
     synthetic, _ = _strong()
     rules = [_rule("top_k(k=2, band=1)", 10), _rule("mean_variance(risk_aversion=4, turnover_cost=0.001)", 10),

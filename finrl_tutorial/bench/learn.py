@@ -13,7 +13,9 @@ every stock whose expected return is >= 0: a baseline that knows the sign, not a
 learner can beat it; the records' plain ``oracle_*`` and ``capture*`` fields are against it) and the *informed* oracle, the best on validation of a
 family of rules that know the truth and trade with full costs (top-k with a holding band,
 mean-variance with a turnover penalty; `finrl_tutorial.backtest.oracle.informed_oracle`): a
-ceiling in practice, so its capture is expected to stay below 1.
+ceiling in practice, so its capture is expected to stay below 1. Beside it, the same family chosen
+on the training and validation splits together (``informed_oracle_train_valid``; the rules fit
+nothing to returns, so four years choose among them with less noise than one).
 
 The learning curve is read off one run per case: every validation of the trainer is a candidate
 checkpoint; at a budget of B env steps the checkpoint reported is the one with the best
@@ -30,7 +32,7 @@ seed, when it is installed.
 
 Writes ``learn.json`` (every case, every candidate, and the summary; rewritten after every case)
 and ``learn.png`` to ``--out``, and one JSON line per case (then one per summary row) on stdout.
-``--merge`` joins records (and gives a case from an older record its informed oracle).
+``--merge`` joins records (and gives a case from an older record the informed oracles it lacks).
 """
 from __future__ import annotations
 
@@ -114,6 +116,7 @@ def run_case(family: str, ic: float, seed: int, algo: str, budgets: list[int], *
     oracle = oracle_record(synthetic, "test", env_config)
     oracle_excess = excess_return(oracle, baseline)
     informed = informed_case(synthetic, env_config)
+    informed_long = informed_case(synthetic, env_config, window="train+valid")
 
     def test_result(policy) -> dict:
         record = run_policy(policy, test, env_config)
@@ -137,7 +140,7 @@ def run_case(family: str, ic: float, seed: int, algo: str, budgets: list[int], *
     case = {"family": family, "ic": ic, "seed": seed, "algo": algo, "stocks": stocks, "days": days,
             "total_steps": config.total_steps,
             "oracle_excess": oracle_excess, "oracle_sharpe": oracle.metrics()["sharpe_ratio"],
-            "informed_oracle": informed,
+            "informed_oracle": informed, "informed_oracle_train_valid": informed_long,
             "buy_and_hold_sharpe": baseline.metrics()["sharpe_ratio"], "wall_seconds": run.wall_seconds,
             "train_seconds": run.train_seconds,
             "config": {"algo": algo, **(overrides or {})}, "candidates": candidates, "curve": curve}
@@ -146,16 +149,17 @@ def run_case(family: str, ic: float, seed: int, algo: str, budgets: list[int], *
     return case
 
 
-def informed_case(synthetic, env_config: EnvConfig | None = None) -> dict:
+def informed_case(synthetic, env_config: EnvConfig | None = None, window: str = "valid") -> dict:
     """The informed oracle of one market (`finrl_tutorial.backtest.oracle.informed_oracle`): the rule
-    chosen on validation, its validation and test excess, and every rule's validation score."""
+    chosen on ``window`` (the validation split, or the training and validation splits), its excess
+    there and on test, and every rule's score there (the ``valid_*`` fields hold the window's)."""
     env_config = env_config or EnvConfig()
     started = time.perf_counter()
-    chosen = informed_oracle(synthetic, env_config)
+    chosen = informed_oracle(synthetic, env_config, window=window)
     test = synthetic.market.test
     record = chosen.record(synthetic, "test", env_config)
     baseline = buy_and_hold_baseline(test, env_config)
-    return {"rule": chosen.rule.name, "kind": chosen.rule.kind, "criterion": chosen.criterion,
+    return {"rule": chosen.rule.name, "kind": chosen.rule.kind, "criterion": chosen.criterion, "window": window,
             "valid_excess": chosen.valid_excess, "valid_sharpe": chosen.sharpes[chosen.rule.name],
             "test_excess": excess_return(record, baseline), "test_sharpe": record.metrics()["sharpe_ratio"],
             "test_turnover": record.metrics()["turnover"], "best_of_kind": chosen.best_of_kind,
@@ -190,21 +194,21 @@ def summarize(cases: list[dict]) -> list[dict]:
                           []).append(case)
     for (family, ic, stocks, algo, run_steps), group in groups.items():
         oracle = [c["oracle_excess"] for c in group]
-        informed = ([c["informed_oracle"]["test_excess"] for c in group]
-                    if all("informed_oracle" in c for c in group) else None)
+        informed, informed_long = ([c[key]["test_excess"] for c in group] if all(key in c for c in group) else None
+                                   for key in ("informed_oracle", "informed_oracle_train_valid"))
         for select in SELECTIONS:
             for budget in sorted(group[0]["curve"][select], key=int):
                 points = [c["curve"][select][budget] for c in group]
                 seconds = [_seconds_to(c, int(budget)) for c in group]
                 rows.append(_summary_row(family, ic, stocks, algo, select, int(budget), points, oracle, informed,
-                                         run_steps=run_steps,
+                                         informed_long, run_steps=run_steps,
                                          wall=statistics.fmean(c["wall_seconds"] for c in group),
                                          seconds=statistics.fmean(seconds) if None not in seconds else None))
         sb3 = [c["sb3"] for c in group if "sb3" in c and "test_excess" in c["sb3"]]
         if sb3 and len(sb3) == len(group):
             seconds = statistics.fmean(s["wall_seconds"] for s in sb3)
             rows.append(_summary_row(family, ic, stocks, "sb3_ppo", "last", sb3[0]["env_steps"], sb3, oracle, informed,
-                                     run_steps=sb3[0]["env_steps"], wall=seconds, seconds=seconds))
+                                     informed_long, run_steps=sb3[0]["env_steps"], wall=seconds, seconds=seconds))
     return rows
 
 
@@ -222,8 +226,8 @@ def _spread_of(fractions: list[float]) -> dict:
             "values": [f if math.isfinite(f) else None for f in fractions]}
 
 
-def _summary_row(family, ic, stocks, learner, select, budget, points, oracle, informed, *, run_steps, wall,
-                 seconds) -> dict:
+def _summary_row(family, ic, stocks, learner, select, budget, points, oracle, informed, informed_long=None, *,
+                 run_steps, wall, seconds) -> dict:
     excess = [p["test_excess"] for p in points]
     simple = _spread_of([capture(e, o) for e, o in zip(excess, oracle)])
     mean_oracle = statistics.fmean(oracle)
@@ -244,6 +248,11 @@ def _summary_row(family, ic, stocks, learner, select, budget, points, oracle, in
                 "informed_captures": spread["values"],
                 "informed_capture_per_minute": (pooled / (seconds / 60) if pooled is not None and seconds
                                                 else None)}
+    if informed_long is not None:  # the informed oracle chosen on the training and validation splits
+        mean_long = statistics.fmean(informed_long)
+        row |= {"informed_train_valid_excess_mean": mean_long,
+                "informed_train_valid_capture_pooled": (statistics.fmean(excess) / mean_long
+                                                        if mean_long > 1e-9 else None)}
     # recomputed from the interval where the point holds it (older points called every interval holding 0 a tie)
     verdicts = [difference_verdict(p["test_sharpe_difference_low"], p["test_sharpe_difference_high"])
                 if "test_sharpe_difference_low" in p and "test_sharpe_difference_high" in p else p.get("test_verdict")
@@ -398,10 +407,17 @@ def write_report(cases: list[dict], out, runs: list[dict]) -> list[dict]:
     return rows
 
 
-def merge(paths: list[str], out) -> list[dict]:
+def _rebuilt_informed_case(key: tuple, window: str) -> dict:
+    torch.set_num_threads(1)
+    spec = SyntheticSpec(family=key[0], ic=key[1], seed=key[2], num_stocks=key[3], num_days=key[4])
+    return informed_case(make_synthetic(spec), window=window)
+
+
+def merge(paths: list[str], out, jobs: int = 1) -> list[dict]:
     """One report from several: the cases of every file, the summary recomputed over all of them.
-    A case from an older record without its informed oracle gets one (chosen on its market's
-    validation split, as in `run_case`; the market is rebuilt from its spec)."""
+    A case from an older record without an informed oracle gets it (chosen on its market's
+    validation split, or on its training and validation splits, as in `run_case`; the market is
+    rebuilt from its spec; ``jobs`` processes)."""
     cases, runs = [], []
     for path in paths:
         try:
@@ -410,20 +426,24 @@ def merge(paths: list[str], out) -> list[dict]:
             runs += report.get("runs", [{"machine": report["machine"], "arguments": report["arguments"]}])
         except (OSError, ValueError, KeyError) as error:
             raise InputError(f"{path} is not a bench learn record: {error}") from None
-    informed: dict[tuple, dict] = {}
-    for case in cases:
-        if "informed_oracle" not in case:
+    missing = {}  # (field, market key) -> the future of its oracle: older records lack one or both
+    with ProcessPoolExecutor(jobs) as pool:
+        for case in cases:
             key = (case["family"], case["ic"], case["seed"], case.get("stocks", 10), case["days"])
-            if key not in informed:
-                spec = SyntheticSpec(family=key[0], ic=key[1], seed=key[2], num_stocks=key[3], num_days=key[4])
-                informed[key] = informed_case(make_synthetic(spec))
-            case["informed_oracle"] = informed[key]
+            for field, window in (("informed_oracle", "valid"), ("informed_oracle_train_valid", "train+valid")):
+                if field not in case and (field, key) not in missing:
+                    missing[field, key] = pool.submit(_rebuilt_informed_case, key, window)
+        for case in cases:
+            key = (case["family"], case["ic"], case["seed"], case.get("stocks", 10), case["days"])
+            for field in ("informed_oracle", "informed_oracle_train_valid"):
+                if field not in case:
+                    case[field] = missing[field, key].result()
     return write_report(cases, out, runs)
 
 
 def run(args):
     if args.merge:
-        yield from merge(args.merge, args.out)
+        yield from merge(args.merge, args.out, args.jobs)
         return
     overrides = check_arguments(args)
     options = {"days": args.days, "eval_steps": args.eval_steps,

@@ -255,9 +255,13 @@ def realistic_learning_table(record: Mapping, select: str = "best", run_steps: i
             "informed oracle captured, per market": ", ".join(f"{v:.2f}" for v in row.get("informed_captures", [])
                                                               if v is not None),
             "informed oracle captured (pooled)": row.get("informed_capture_pooled"),
+            **({"chosen on 4 years: captured (pooled)": row["informed_train_valid_capture_pooled"]}
+               if "informed_train_valid_excess_mean" in row else {}),
             "signal rule captured (pooled)": row["capture_pooled"],
             "beats buy-and-hold": f"{row['beats_buy_and_hold']} of {row['seeds']}",
             "agent excess": row["test_excess_mean"], "informed oracle excess": row.get("informed_excess_mean"),
+            **({"chosen on 4 years: excess": row["informed_train_valid_excess_mean"]}
+               if "informed_train_valid_excess_mean" in row else {}),
             "signal rule excess": row["oracle_excess_mean"],
         })
     return pd.DataFrame(rows).set_index(["ic", "stocks", "learner"])
@@ -285,10 +289,14 @@ def budget_table(record: Mapping, ic: float, stocks: int, learner: str = "ppo", 
 def informed_oracle_table(record: Mapping) -> pd.DataFrame:
     """The oracles of a realistic ``bench learn`` record, one row per market (whether or not an
     agent finished there): the informed rule chosen on validation, its validation and test excess
-    over buy-and-hold, and the signal rule's test excess."""
+    over buy-and-hold, the rule chosen on the training and validation splits together (four years)
+    and its test excess where the record holds it, and the signal rule's test excess."""
     rows = [{"ic": m["ic"], "stocks": m["stocks"], "market (seed)": m["seed"], "informed rule (chosen on validation)":
              m["informed_rule"], "informed valid excess": m["informed_valid_excess"],
-             "informed test excess": m["informed_test_excess"], "signal rule test excess": m["simple_oracle_test_excess"]}
+             "informed test excess": m["informed_test_excess"],
+             **({"rule chosen on 4 years": m["train_valid_rule"], "its test excess": m["train_valid_test_excess"]}
+                if "train_valid_rule" in m else {}),
+             "signal rule test excess": m["simple_oracle_test_excess"]}
             for m in record["oracles"]["markets"]]
     return pd.DataFrame(rows).sort_values(["ic", "stocks", "market (seed)"]).set_index(["ic", "stocks", "market (seed)"])
 
