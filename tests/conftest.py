@@ -28,6 +28,39 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.skip(reason="needs CUDA"))
 
 
+# --- tests that need the whole machine -----------------------------------------------------------
+# A test that starts worker processes or DDP ranks waits on all of them, and the learner borrows the
+# idle workers' cores; beside another test on a 2-core machine such tests ran 2-5x slower (chapter 4
+# under tests/test_colab.py: 158 s beside other tests, 31 s alone). Under pytest-xdist a test marked
+# ``whole_machine`` therefore holds an exclusive lock while it runs and every other test a shared
+# one (a readers-writer lock of two flock files shared by the workers; the turnstile lets a waiting
+# exclusive test in before later shared ones).
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: the tests just run side by side
+    fcntl = None
+
+
+@pytest.fixture(autouse=True)
+def _whole_machine_lock(request, tmp_path_factory):
+    if fcntl is None or not hasattr(request.config, "workerinput"):  # no xdist: nothing runs beside it
+        yield
+        return
+    folder = tmp_path_factory.getbasetemp().parent  # shared by every xdist worker of this session
+    exclusive = request.node.get_closest_marker("whole_machine") is not None
+    with open(folder / "turnstile.lock", "a") as turnstile, open(folder / "machine.lock", "a") as machine:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        if not exclusive:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        fcntl.flock(machine, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        if exclusive:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(machine, fcntl.LOCK_UN)
+
+
 # --- shared fixtures for the data / rules / env tests ------------------------------------------
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402

@@ -34,6 +34,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 yaml = pytest.importorskip("yaml")  # PyYAML comes with jupyter-book (requirements.txt)
+from book_toc import toc_files  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
@@ -41,19 +42,7 @@ CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
 
 
-def _toc_files(node) -> list[str]:
-    """Every ``file:`` entry of the table of contents, in order (parts, chapters, sections)."""
-    found = []
-    if isinstance(node, dict):
-        if "file" in node:
-            found.append(node["file"])
-        for key in ("parts", "chapters", "sections"):
-            for child in node.get(key, []) or []:
-                found += _toc_files(child)
-    return found
-
-
-PAGES = _toc_files(TOC)  # without the root page (book/intro)
+PAGES = toc_files(TOC)  # without the root page (book/intro)
 CHAPTERS = [entry for entry in PAGES if re.match(r"book/\d\d_", entry)]  # the numbered notebooks
 GLOSSARY = ROOT / "book" / "glossary.md"
 #: Terms every chapter may link to as ``glossary.md#<anchor>`` (book_common rule 6).
@@ -406,7 +395,7 @@ def test_measured_box_displays_as_an_html_table():
     import finrl_tutorial as ft
 
     box = ft.book.measured_box({"live <run>": "1.5× & more"}, {"bench_x.json": "2026-01-01"}, "what it shows",
-                               "what it does not")
+                               "what it does not", fast=False)
     shown = DisplayFormatter().format(box)[0]
     assert "text/html" in shown and "text/markdown" not in shown, sorted(shown)
     page = shown["text/html"]
@@ -415,6 +404,10 @@ def test_measured_box_displays_as_an_html_table():
     assert page.index(">This run<") < page.index("live &lt;run&gt;") < page.index(">Full size (committed record)<")
     assert "<em>Shows:</em> what it shows" in page and "<em>Does not show:</em> what it does not" in page
     assert all(part in str(box) for part in ("live <run>: 1.5× & more", "bench_x.json: 2026-01-01", "what it shows"))
+    # in fast mode (a small budget) this run's numbers are labelled as showing the mechanics, not a finding
+    fast = ft.book.measured_box({"live": "1"}, {"bench_x.json": "2"}, "shows", "does not", fast=True)._repr_html_()
+    assert ">This run (fast mode: a small budget, so it shows the mechanics, not a finding)<" in fast
+    assert (ft.book.measured_box({"a": "1"}, {}, "s", "d").rows[0][0] != "this run") == ft.book.FAST
 
 
 # --------------------------------------------------------------------------- (c) a book that teaches

@@ -9,8 +9,10 @@ that the installed copy, not the checkout, is the one imported. Each chapter is 
 an empty folder and executed there under nbval in fast mode, with a first cell added to the copy that
 checks, inside the kernel, where ``finrl_tutorial`` came from.
 
-This is the one place pytest executes the chapters (``testpaths = ["tests"]``); the book build
-executes them once more for the HTML.
+This is the one place pytest executes the chapters (``testpaths = ["tests"]``). When
+``FINRL_TUTORIAL_EXECUTED_DIR`` names a folder, each chapter that passes is written there with its
+outputs (``tests/keep_executed.py``; the added check cell taken out), and ``.ci/run`` builds the book
+from those notebooks rather than executing every chapter a second time.
 """
 from __future__ import annotations
 
@@ -23,29 +25,17 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from keep_executed import number_code_cells, write_atomically
 
-yaml = pytest.importorskip("yaml")
+pytest.importorskip("yaml")
 nbformat = pytest.importorskip("nbformat")
 pytest.importorskip("nbval")
+from book_toc import toc_notebooks  # noqa: E402  (needs yaml)
 
 ROOT = Path(__file__).resolve().parents[1]
-TOC = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
 COPY_IGNORE = shutil.ignore_patterns(".git", "_build", "build", "runs", "*.egg-info", ".hypothesis",
                                      ".pytest_cache", "__pycache__", ".ipynb_checkpoints", ".venv")
-
-
-def _notebooks(node) -> list[str]:
-    found = []
-    if isinstance(node, dict):
-        if "file" in node and (ROOT / f"{node['file']}.ipynb").is_file():
-            found.append(node["file"])
-        for key in ("parts", "chapters", "sections"):
-            for child in node.get(key, []) or []:
-                found += _notebooks(child)
-    return found
-
-
-CHAPTERS = _notebooks(TOC)
+CHAPTERS = toc_notebooks()  # the notebooks of _toc.yml, in course order
 
 
 def _run(command: list[str], **kwargs) -> subprocess.CompletedProcess:
@@ -104,7 +94,22 @@ assert _Path(_package.__file__).resolve().is_relative_to(_Path(_os.environ["FINR
 """
 
 
-@pytest.mark.parametrize("entry", CHAPTERS)
+KEEP_PLUGIN = Path(__file__).with_name("keep_executed.py")
+# nbval under pytest.main with the plugin that writes the executed notebook (argv: plugin, output, pytest args)
+RUN_NBVAL = """import importlib.util, sys, pytest
+spec = importlib.util.spec_from_file_location("keep_executed", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+sys.exit(pytest.main(sys.argv[3:], plugins=[module.KeepExecuted(sys.argv[2])]))
+"""
+
+
+# the chapters that start worker processes or DDP ranks run while no other test does (tests/conftest.py)
+WHOLE_MACHINE = {"book/04_workers", "book/05_learners"}
+
+
+@pytest.mark.parametrize("entry", [pytest.param(entry, marks=pytest.mark.whole_machine) if entry in WHOLE_MACHINE
+                                   else entry for entry in CHAPTERS])
 def test_chapter_runs_alone_with_the_installed_package(entry, installed, tmp_path):
     notebook = nbformat.read(ROOT / f"{entry}.ipynb", as_version=4)
     notebook.cells.insert(1, nbformat.v4.new_code_cell(WHERE_CHECK))
@@ -113,10 +118,25 @@ def test_chapter_runs_alone_with_the_installed_package(entry, installed, tmp_pat
     copy = folder / Path(entry).with_suffix(".ipynb").name
     nbformat.write(notebook, copy)
     assert sorted(p.name for p in folder.iterdir()) == [copy.name]  # the notebook alone
-    result = subprocess.run([sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env", "-p",
-                             "no:cacheprovider", "-q", "--rootdir", str(folder), copy.name],
+    executed = tmp_path / "executed.ipynb"  # outside the folder: the notebook stays alone there
+    result = subprocess.run([sys.executable, "-c", RUN_NBVAL, str(KEEP_PLUGIN), str(executed), "--nbval-lax",
+                             "--nbval-current-env", "-p", "no:cacheprovider", "-q", "--rootdir", str(folder),
+                             copy.name],
                             cwd=folder, env=installed["env"], capture_output=True, text=True, timeout=1800)
     assert result.returncode == 0, f"{entry} failed when run alone:\n{result.stdout[-8000:]}\n{result.stderr[-2000:]}"
+    kept = nbformat.read(executed, as_version=4)
+    assert len(kept.cells) == len(notebook.cells) and kept.cells[1].source == WHERE_CHECK
+    ran = [cell for cell in kept.cells if cell.cell_type == "code"]
+    assert all(cell.execution_count == number for number, cell in enumerate(ran, 1)), "a code cell did not run"
+    if os.environ.get("FINRL_TUTORIAL_EXECUTED_DIR"):
+        _keep(kept, Path(os.environ["FINRL_TUTORIAL_EXECUTED_DIR"]) / f"{entry}.ipynb")
+
+
+def _keep(kept, path: Path) -> None:
+    """The executed chapter as the book shows it: without the added check cell, cells numbered from 1."""
+    del kept.cells[1]
+    number_code_cells(kept)
+    write_atomically(kept, path)
 
 
 def test_every_chapter_is_collected():

@@ -255,6 +255,7 @@ def test_ddp_update_on_two_halves_equals_one_process_on_the_whole_batch(tmp_path
         assert mean == pytest.approx(reference_losses[0][key], abs=1e-5)
 
 
+@pytest.mark.whole_machine
 def test_a_ddp_run_resumes_with_every_ranks_envs(tmp_path):
     """Rank 0's checkpoint holds every rank's envs and random states: a two-rank run cut in
     iteration 4 and resumed from its last.pt ends with the log and weights of an uninterrupted
@@ -353,6 +354,7 @@ def _check_ddp_report(out: Path) -> None:
     assert (out / "checkpoints" / "best.pt").exists()
 
 
+@pytest.mark.whole_machine
 def test_torchrun_two_processes_on_cpu(tmp_path):
     out = tmp_path / "ddp"
     completed = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
@@ -362,6 +364,7 @@ def test_torchrun_two_processes_on_cpu(tmp_path):
     _check_ddp_report(out)
 
 
+@pytest.mark.whole_machine
 def test_torchrun_two_nodes_on_one_machine(tmp_path):
     """Multi-node is the same command with --nnodes/--node_rank: two local "nodes" of one process."""
     out, port = tmp_path / "nodes", _free_port()

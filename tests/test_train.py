@@ -153,6 +153,7 @@ def test_resume_continues_the_same_curve(sse15, tmp_path, monkeypatch):
     assert _temp_files(tmp_path) == []
 
 
+@pytest.mark.whole_machine
 def test_resume_with_rollout_workers_restores_their_envs(sse15, tmp_path):
     """With a worker pool, last.pt holds every worker's accounts, random states and observations:
     a run cut after iteration 3 and resumed by a *new* pool (fresh processes) ends with the same
@@ -199,6 +200,7 @@ def test_resume_with_rollout_workers_restores_their_envs(sse15, tmp_path):
     assert resumed.workers == 2
 
 
+@pytest.mark.whole_machine
 def test_an_in_process_checkpoint_is_refused_by_a_worker_pool(sse15, tmp_path):
     config = tiny_config(total_steps=256)
     train(sse15, config, out_dir=tmp_path, eval_every=1, progress=False)

@@ -77,8 +77,8 @@ class PPOConfig:
     init_log_std: float = 1.0
     """Initial log standard deviation of the Gaussian policy. With the portfolio head the Gaussian
     is over softmax scores: a wide start (std e ≈ 2.7) tries portfolios far apart, which makes the
-    reward differences, and so the gradient, large against the market's noise (at −0.5 `bench
-    learn` captured about a fifth of a strong factor edge in 100k steps, at 1.0 all of it)."""
+    reward differences, and so the gradient, large against the market's noise. (No committed record
+    compares other values.)"""
     total_steps: int = 300_000
     """Env steps to train for (all envs together): a few minutes on one CPU core at 15 stocks (chapter 1.7 prints
     the measured time per seed), longer for larger universes (chapter 1.11)."""

@@ -132,9 +132,12 @@ class MeasuredBox:
     outputs is plain CommonMark, which has no tables, so the box is HTML; ``str(box)`` is the same
     box as Markdown text, for a terminal."""
 
-    def __init__(self, title: str, this_run: dict, committed: dict, shows: str, does_not_show: str):
+    def __init__(self, title: str, this_run: dict, committed: dict, shows: str, does_not_show: str,
+                 fast: bool = False):
         self.title, self.shows, self.does_not_show = title, shows, does_not_show
-        self.rows = [("this run", str(name), str(value)) for name, value in this_run.items()]
+        # a fast-mode run trains on a small fraction of the budget: its numbers show the mechanics only
+        run = "this run (fast mode: a small budget, so it shows the mechanics, not a finding)" if fast else "this run"
+        self.rows = [(run, str(name), str(value)) for name, value in this_run.items()]
         self.rows += [("full size (committed record)", str(name), str(value)) for name, value in committed.items()]
 
     def _repr_html_(self) -> str:
@@ -158,9 +161,10 @@ class MeasuredBox:
 
 
 def measured_box(this_run: dict, committed: dict, shows: str, does_not_show: str,
-                 title: str = "What this chapter measured") -> MeasuredBox:
+                 title: str = "What this chapter measured", fast: bool | None = None) -> MeasuredBox:
     """The box at the end of a chapter: this run's numbers, the committed full-size numbers (each
-    naming its record), and what they do and do not show. Returns a :class:`MeasuredBox`, which a
+    naming its record), and what they do and do not show; ``fast`` (default: `FAST`) labels this
+    run's numbers as a small-budget run's, which show the mechanics and not a finding. Returns a :class:`MeasuredBox`, which a
     cell displays as an HTML table inside a note (in Jupyter, Colab and the built book alike) and
     ``print`` shows as text."""
-    return MeasuredBox(title, this_run, committed, shows, does_not_show)
+    return MeasuredBox(title, this_run, committed, shows, does_not_show, FAST if fast is None else fast)
