@@ -135,6 +135,7 @@ def test_the_curve_reads_the_best_validation_so_far_or_the_latest():
     assert math.isnan(learn.capture(0.1, 0.0)) and learn.capture(0.1, 0.2) == 0.5
     assert learn.parse_overrides(["gamma=0.9", "network=mlp", "repeat_times=2", "anneal_lr=false"]) == {
         "gamma": 0.9, "network": "mlp", "repeat_times": 2, "anneal_lr": False}
+    assert learn.parse_overrides(["hidden_sizes=32,32"]) == {"hidden_sizes": (32, 32)}  # a list as a tuple
 
 
 def test_bench_learn_runs_end_to_end_and_refuses_bad_options(tmp_path):

@@ -67,6 +67,16 @@ def test_records_carry_date_machine_versions_and_command(capsys):
     assert spread["spread"] == pytest.approx((max(runs) - min(runs)) / spread["env_steps_per_s"])
 
 
+def test_set_times_a_variant_of_our_loop_beside_its_defaults(capsys):
+    code, records, _ = run_cli(capsys, "--measure", "our_ppo", *TINY, "--set", "hidden_sizes=8,8", "repeat_times=1")
+    assert code == 0
+    loops = {r["label"]: r for r in records if r["measurement"] == "our_ppo"}
+    assert set(loops) == {"our_ppo_4", "our_ppo_4_set"}
+    assert loops["our_ppo_4_set"]["overrides"] == {"hidden_sizes": [8, 8], "repeat_times": 1}
+    assert loops["our_ppo_4_set"]["hidden_sizes"] == [8, 8] and loops["our_ppo_4"]["overrides"] == {}
+    assert run_cli(capsys, "--measure", "our_ppo", *TINY, "--set", "no_such_field=1")[0] == 2  # one line, exit 2
+
+
 def test_summary_ratios_and_targets():
     make = lambda label, runs: peers.Measurement(label, "x", label, "u", lambda: 0.0, runs=runs)  # noqa: E731
     measured = [make("finrl_env", [1.0, 2.0, 3.0]), make("our_env_vec_1024", [300.0, 200.0, 250.0]),
@@ -80,6 +90,11 @@ def test_summary_ratios_and_targets():
     assert target["met"] is True and target["best"] == "our_env_vec_1024"
     assert result["targets"]["our_ppo_vs_sb3_ppo_our_env"]["met"] is False
     assert peers.summary(measured, stocks=15)["targets"]["batched_env_vs_finrl_env"]["met"] is None
+    # a loop timed with --set overrides gets its ratio, but the target is the default agent's
+    variant = peers.summary(measured + [make("our_ppo_64_set", [1000.0])], stocks=30)
+    assert variant["ratios"]["our_ppo_64_set/sb3_ppo_finrl_env"] == pytest.approx(250.0)
+    assert variant["targets"]["our_ppo_vs_sb3_ppo_finrl_env"]["best"] == "our_ppo_64"
+    assert variant["targets"]["our_ppo_vs_sb3_ppo_finrl_env"]["met"] is False
 
 
 def test_sb3_ppo_train_without_sb3_raises_peer_missing(no_peers):

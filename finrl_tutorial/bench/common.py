@@ -153,3 +153,27 @@ def train_and_follow(market: PreparedMarket, config, env_config, *, eval_every: 
     result = train(market, config, env_config, eval_every=eval_every, progress=False, on_evaluation=follow)
     wall = time.perf_counter() - started
     return FollowedRun(result, evaluations, wall, wall - followers)
+
+
+def parse_overrides(pairs: list[str]) -> dict:
+    """``["gamma=0.9", "network=mlp", "hidden_sizes=32,32"]`` → ``{"gamma": 0.9, "network": "mlp",
+    "hidden_sizes": (32, 32)}``: numbers where they parse, booleans, a comma-separated list as a tuple."""
+    overrides = {}
+    for pair in pairs:
+        field, sep, text = pair.partition("=")
+        if not sep or not field:
+            raise InputError(f"--set takes FIELD=VALUE, got {pair!r}")
+        if "," in text:
+            overrides[field] = tuple(_parse_value(part) for part in text.split(","))
+        else:
+            overrides[field] = _parse_value(text)
+    return overrides
+
+
+def _parse_value(text: str):
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            continue
+    return {"true": True, "false": False}.get(text.lower(), text)

@@ -57,7 +57,7 @@ from ..errors import InputError
 from ..provenance import machine
 from ..metrics import difference_verdict, sharpe_difference_ci
 from ..training.trainer import initial_agent
-from .common import explicit_command, train_and_follow
+from .common import explicit_command, parse_overrides, train_and_follow
 from .peers import PeerMissing, sb3_ppo_train
 
 DEFAULT_STRENGTHS = {"factor": 0.10, "cross_section": 0.10, "momentum": 0.17, "reversal": 0.18, "none": 0.0}
@@ -332,24 +332,6 @@ def plot_capture(rows: list[dict], path, select: str = "best"):
     if path is not None:
         save_figure(fig, path)
     return fig
-
-
-def parse_overrides(pairs: list[str]) -> dict:
-    """``["gamma=0.9", "network=mlp"]`` → ``{"gamma": 0.9, "network": "mlp"}`` (numbers where they parse)."""
-    overrides = {}
-    for pair in pairs:
-        field, sep, text = pair.partition("=")
-        if not sep or not field:
-            raise InputError(f"--set takes FIELD=VALUE, got {pair!r}")
-        for kind in (int, float):
-            try:
-                overrides[field] = kind(text)
-                break
-            except ValueError:
-                continue
-        else:
-            overrides[field] = {"true": True, "false": False}.get(text.lower(), text)
-    return overrides
 
 
 def cases_of(args) -> list[tuple]:

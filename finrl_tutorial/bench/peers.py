@@ -55,7 +55,7 @@ from ..data.market import MarketData
 from ..envs import EnvConfig, StockTradingEnv
 from ..errors import InputError, one_line
 from ..provenance import machine
-from .common import explicit_command, market_with_stocks, timed
+from .common import explicit_command, market_with_stocks, parse_overrides, timed
 from .env import measure_env
 from .train import measure_loop
 
@@ -91,6 +91,9 @@ def add_arguments(kinds) -> None:
     parser.add_argument("--loop-envs", type=int, nargs="+", default=[64, 1024], help="sub-envs of our PPO loop")
     parser.add_argument("--iterations", type=int, default=3,
                         help="measured iterations per timing of our PPO loop (after one warm-up)")
+    parser.add_argument("--set", nargs="+", default=[], metavar="FIELD=VALUE",
+                        help="also time our PPO loop with these PPOConfig fields changed, beside its defaults, "
+                             "e.g. --set hidden_sizes=32,32 repeat_times=2 (labels our_ppo_<envs>_set)")
     parser.add_argument("--out", help="also write the records to this JSON-lines file")
     parser.add_argument("--threads", type=int, default=1)
 
@@ -375,13 +378,17 @@ def _our_env_measurement(kind, market, num_envs, seconds) -> Measurement:
                        {"env": env, "num_envs": 1 if kind == "single" else num_envs, "days": market.num_days})
 
 
-def _our_ppo_measurement(market, num_envs, iterations) -> Measurement:
-    config = make_config("ppo", num_envs=num_envs, device="cpu")
-    return Measurement("our_ppo", "finrl_tutorial", f"our_ppo_{num_envs}", "samples_per_s",
+def _our_ppo_measurement(market, num_envs, iterations, overrides: dict | None = None) -> Measurement:
+    """Our PPO loop with its defaults, or with ``overrides`` (PPOConfig fields; label ``…_set``)."""
+    config = make_config("ppo", num_envs=num_envs, device="cpu", **(overrides or {}))
+    label = f"our_ppo_{num_envs}" + ("_set" if overrides else "")
+    return Measurement("our_ppo", "finrl_tutorial", label, "samples_per_s",
                        lambda: measure_loop(market, config, iterations=iterations)["samples_per_s"],
                        {"num_envs": num_envs, "horizon_len": config.horizon_len, "batch_size": config.batch_size,
                         "repeat_times": config.repeat_times, "hidden_sizes": list(config.hidden_sizes),
-                        "iterations": iterations, "env": "finrl_tutorial.envs.VecStockTradingEnv"})
+                        "iterations": iterations, "env": "finrl_tutorial.envs.VecStockTradingEnv",
+                        "overrides": {name: list(v) if isinstance(v, tuple) else v
+                                      for name, v in (overrides or {}).items()}})
 
 
 def build_measurements(args, market: MarketData):
@@ -422,8 +429,11 @@ def build_measurements(args, market: MarketData):
                                {"env": "finrl_tutorial.envs.StockTradingEnv", **once.config})
         yield guarded("sb3_ppo_our_env", sb3_ours)
     if "our_ppo" in wanted:
+        overrides = parse_overrides(args.set)
         for num_envs in args.loop_envs:
             yield _our_ppo_measurement(market, num_envs, args.iterations)
+            if overrides:
+                yield _our_ppo_measurement(market, num_envs, args.iterations, overrides)
 
 
 def _spread(runs: list[float]) -> float:
@@ -446,6 +456,7 @@ def summary(measured: list[Measurement], stocks: int) -> dict:
         if label.startswith("our_env_vec_"):
             ratio(label, f"elegantrl_env_{label.rsplit('_', 1)[1]}")
     ours_ppo = [label for label in median if label.startswith("our_ppo")]
+    defaults = [label for label in ours_ppo if not label.endswith("_set")]  # without --set overrides
     for label in ours_ppo:
         ratio(label, "sb3_ppo_finrl_env")
         ratio(label, "sb3_ppo_our_env")
@@ -459,10 +470,10 @@ def summary(measured: list[Measurement], stocks: int) -> dict:
         targets["batched_env_vs_finrl_env"] = {
             "target": 100.0, "at_stocks": 30, "stocks": stocks, "best": best, "ratio": value,
             "met": bool(value >= 100.0) if stocks == 30 else None}
-    if ours_ppo and "sb3_ppo_finrl_env" in median:
+    if defaults and "sb3_ppo_finrl_env" in median:
         for peer in ("sb3_ppo_finrl_env", "sb3_ppo_our_env"):
             if peer in median:
-                best = max(ours_ppo, key=median.get)
+                best = max(defaults, key=median.get)  # the target is the default agent's
                 value = median[best] / median[peer]
                 targets[f"our_ppo_vs_{peer}"] = {"target": 50.0, "best": best, "ratio": value,
                                                  "met": bool(value >= 50.0)}

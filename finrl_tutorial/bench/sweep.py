@@ -383,7 +383,7 @@ def plot_sweep(record: dict, path=None, title: str | None = None):
                 steps = np.array([[0] + [e["env_steps"] for e in r["evaluations"]] for r in group]).mean(axis=0)
                 color = "black" if name == base_name else f"C{k}"
                 ax.plot(steps, curves.mean(axis=0), color=color, marker=".", linewidth=1.4,
-                        label=f"{name} ({len(group)} seeds)")
+                        label=f"{name} ({len(group)} seed{'s' if len(group) != 1 else ''})")
                 ax.fill_between(steps, curves.min(axis=0), curves.max(axis=0), color=color, alpha=0.15)
             hold = statistics.fmean(r["buy_and_hold_valid_sharpe"] for r in mine)
             ax.axhline(hold, color="grey", linestyle=":", linewidth=1.2, label=f"buy-and-hold ({hold:.2f})")

@@ -171,7 +171,9 @@ def peer_target_lines(peer_records: Iterable[dict]) -> list[str]:
         lines.append(f"* `{name}`: {target['ratio']:,.1f}× with `{target['best']}` (round by round "
                      f"{min(rounds):,.1f}× .. {max(rounds):,.1f}×; target {target['target']:.0f}×): {verdict}.")
     if not any(r.get("library") == "elegantrl" and r.get("device", "cpu") != "cpu" for r in records):
-        lines.append("* ElegantRL's vectorised env ran on the CPU only in this record: no GPU figure of it "
+        classes = sorted({r["env"].rsplit(".", 1)[-1] for r in records if r.get("library") == "elegantrl" and r.get("env")})
+        named = f" ({', '.join(f'`{name}`' for name in classes)})" if classes else ""
+        lines.append(f"* ElegantRL's vectorised env{named} ran on the CPU only in this record: no GPU figure of it "
                      "is measured here.")
     finrl = [r.get("imported") for r in records if r.get("label") == "finrl_env" and r.get("imported")]
     if finrl:

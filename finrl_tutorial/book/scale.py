@@ -165,19 +165,45 @@ def speed_verdict_words(verdict: str, margin: float | None = SPEED_TIE_MARGIN) -
     return {"tie": f"a tie ({reason})", "inconclusive": f"inconclusive ({reason})"}.get(verdict, reason)
 
 
+#: How close to a boundary of `speed_verdict` (1, or 1 ± the tie margin) a round's ratio must lie for
+#: `speedup_text` to say so: two decimals cannot show on which side of the boundary it lies.
+NEAR_BOUNDARY = 0.01
+
+
+def near_boundary_words(low: float, high: float, margin: float | None = SPEED_TIE_MARGIN,
+                        within: float = NEAR_BOUNDARY) -> str:
+    """Which end of the rounds' range ``[low, high]`` lies within ``within`` of a boundary of
+    `speed_verdict` (1, or ``1 ± margin``), on which side, in words (``""`` when neither does):
+    ``"the lowest round lies below 1, within 0.01 of it"``. Printed at two decimals, such a round
+    reads as the boundary itself, and the verdict turns on its side."""
+    bounds = [(1.0, "1")]
+    if margin is not None:
+        bounds += [(1 - margin, f"the tie margin's lower end {1 - margin:.2f}"),
+                   (1 + margin, f"the tie margin's upper end {1 + margin:.2f}")]
+    words = []
+    for name, value in (("lowest", low), ("highest", high)):
+        for bound, bound_name in bounds:
+            if value != bound and abs(value - bound) < within:
+                side = "below" if value < bound else "above"
+                words.append(f"the {name} round lies {side} {bound_name}, within {within:g} of it")
+    return "; ".join(words)
+
+
 def speedup_text(table: pd.DataFrame, label: str) -> str:
     """``"0.85× the samples/s of the in-process trainer (256 envs) (round by round against it:
     0.80–0.90×): slower in every round"``: one row of `speedups` in words, its baseline named, with
-    its verdict (`speed_verdict`, computed from the records' runs) and the reason for it."""
+    its verdict (`speed_verdict`, computed from the records' runs) and the reason for it. The rounds
+    are printed at two decimals; an end within `NEAR_BOUNDARY` of a boundary of the verdict is named,
+    with its side (`near_boundary_words`): ``"(round by round against it: 1.00–1.23×; the lowest
+    round lies below 1, within 0.01 of it)"``."""
     row = table.loc[label]
-
-    def ratio(value: float) -> str:  # a round that rounds to 1.00 but is not 1 keeps its side of 1 visible
-        return f"{value:.3f}" if f"{value:.2f}" == "1.00" and value != 1 else f"{value:.2f}"
-
-    rounds = (f" (round by round against it: {ratio(row['rounds min'])}–{ratio(row['rounds max'])}×)"
-              if row["repeats"] > 1 and row["rounds min"] != row["rounds max"] else "")
     verdict = row["verdict"]
     margin = float(row["margin"]) if "margin" in row and row["margin"] == row["margin"] else SPEED_TIE_MARGIN
+    rounds = ""
+    if row["repeats"] > 1 and row["rounds min"] != row["rounds max"]:
+        near = near_boundary_words(float(row["rounds min"]), float(row["rounds max"]), margin)
+        rounds = (f" (round by round against it: {row['rounds min']:.2f}–{row['rounds max']:.2f}×"
+                  + (f"; {near}" if near else "") + ")")
     words = f": {speed_verdict_words(verdict, margin)}" if row["repeats"] > 1 and verdict in SPEED_VERDICTS else ""
     return f"{row['speed-up']:.2f}× the samples/s of the {row['baseline']}{rounds}{words}"
 
@@ -365,7 +391,8 @@ def plot_projection(models: dict[str, CostModel], baseline: float, measured: dic
     beyond, in a shaded band marked *projection*; a model named in ``hypothetical`` (a what-if, not
     fitted to this machine) is dotted everywhere and read against its own single process.
     ``measured`` adds each label's measured points ``{P: (median, low, high)}`` (speed-ups) with
-    whiskers, and the line of perfect scaling."""
+    whiskers, and the line of perfect scaling. The legend sits below the axes. A two-point fit is
+    least strained close to its points: chapters 4 and 5 draw it to 8 (``max_processes=8``)."""
     counts = list(range(1, max_processes + 1))
     ax.axvspan(measured_up_to + 0.5, max_processes + 0.5, color="tab:orange", alpha=0.08)
     ax.text(measured_up_to + 0.7, 0.97, "projection (cost model)", transform=ax.get_xaxis_transform(),
@@ -394,7 +421,8 @@ def plot_projection(models: dict[str, CostModel], baseline: float, measured: dic
     ax.set_ylabel("speed-up over the fastest single process")
     ax.set_title(title, fontsize="medium")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize="small", loc="upper left")
+    # below the axes, so that it hides neither the curves nor the band's label
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
 
 
 def measured_points(table: pd.DataFrame, layout: str, threads: int | None = None) -> dict[int, tuple]:
@@ -471,6 +499,8 @@ def _peer_rate(record: dict) -> float:
 
 def _peer_name(record: dict) -> str:
     name = PEER_NAMES.get(record["measurement"], record["measurement"])
+    if record["measurement"] == "elegantrl_env" and record.get("env"):  # the class the record measured, by name
+        return f"ElegantRL's {record['env'].rsplit('.', 1)[-1]}"
     if record["measurement"] == "our_env":
         return "our single env" if record["num_envs"] == 1 else "our batched env"
     return name
