@@ -13,21 +13,18 @@ from pathlib import Path
 
 
 class KeepExecuted:
-    """Writes the executed notebook to ``path`` at the end of a session in which no test failed."""
+    """Writes the executed notebook to ``path`` at the end of a session in which no test failed
+    (``path`` is a private scratch file, read once the run has ended: a plain write serves)."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self.items: list = []
-        self.failed = False
 
     def pytest_collection_finish(self, session):
         self.items = list(session.items)
 
-    def pytest_runtest_logreport(self, report):
-        self.failed |= report.failed
-
     def pytest_sessionfinish(self, session, exitstatus):
-        if self.failed or exitstatus != 0:
+        if exitstatus != 0:  # a cell failed (or nothing ran): keep nothing
             return
         notebook = None
         for item in self.items:
@@ -37,8 +34,10 @@ class KeepExecuted:
                 cell.outputs = list(outputs)
                 cell.execution_count = 0  # ran; numbered below
         if notebook is not None:
+            import nbformat
+
             number_code_cells(notebook)
-            write_atomically(notebook, self.path)
+            nbformat.write(notebook, self.path)
 
 
 def number_code_cells(notebook) -> None:
@@ -50,12 +49,3 @@ def number_code_cells(notebook) -> None:
             if output.get("output_type") == "execute_result":
                 output["execution_count"] = number
 
-
-def write_atomically(notebook, path: Path) -> None:
-    """Writes through a partial file and a rename: a reader never sees half a notebook."""
-    import nbformat
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    nbformat.write(notebook, partial)
-    os.replace(partial, path)
