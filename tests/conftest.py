@@ -108,3 +108,17 @@ def _synthetic_bars(tickers=("600000.SH", "600036.SH"), days=40, start="2020-01-
 def synthetic_bars():
     """Factory for small valid synthetic bar tables (see ``_synthetic_bars``)."""
     return _synthetic_bars
+
+
+@pytest.fixture(scope="session")
+def quiet():
+    """The committed ``bench scale`` record of a quiet machine (chapters 4, 5 and 8 read it)."""
+    from finrl_tutorial.book import read_records, scale
+    return read_records(scale.SCALE_RECORD)
+
+
+@pytest.fixture(scope="session")
+def loaded():
+    """The committed ``bench scale`` record of the same command under heavy load."""
+    from finrl_tutorial.book import read_records, scale
+    return read_records(scale.LOADED_SCALE_RECORD)

@@ -149,6 +149,24 @@ def test_chapter_has_no_saved_outputs(entry):
                        "(jupyter nbconvert --clear-output --inplace)")
 
 
+VISIBLE_CELL_LINES = 30
+"""The longest code cell a reader scrolls past: longer work (prose from a record, a busy figure) is a
+function in the book room that the chapter calls."""
+
+HIDDEN_INPUT_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
+
+
+@pytest.mark.parametrize("entry", CHAPTERS)
+def test_every_visible_code_cell_is_short_enough_to_read(entry):
+    long_cells = [(i, lines) for i, cell in enumerate(_notebook(entry)["cells"])
+                  if cell["cell_type"] == "code"
+                  and not HIDDEN_INPUT_TAGS & set(cell.get("metadata", {}).get("tags", []))
+                  for lines in [len("".join(cell["source"]).strip().splitlines())]
+                  if lines > VISIBLE_CELL_LINES]
+    assert not long_cells, (f"{entry}.ipynb: visible code cells longer than {VISIBLE_CELL_LINES} lines "
+                            f"(cell index, lines): {long_cells}; move the work into finrl_tutorial/book/")
+
+
 @pytest.mark.parametrize("entry", CHAPTERS)
 def test_chapter_starts_with_a_hidden_colab_install_of_the_configured_repository(entry):
     first = _code_cells(entry)[0]

@@ -18,16 +18,6 @@ from finrl_tutorial.errors import InputError
 from finrl_tutorial.training.workers import DEFAULT_LEARNER_THREADS
 
 
-@pytest.fixture(scope="module")
-def quiet():
-    return read_records(scale.SCALE_RECORD)
-
-
-@pytest.fixture(scope="module")
-def loaded():
-    return read_records(scale.LOADED_SCALE_RECORD)
-
-
 def _loads(records):
     return [run["loadavg"][0] for r in records for run in r.get("runs", [r]) if run.get("loadavg")]
 

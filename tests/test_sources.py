@@ -733,3 +733,66 @@ def test_akshare_without_the_dividend_endpoint_warns_and_keeps_the_factor():
                                          "the dividend table"):
         result = fetch_akshare(["600000.SH"], START, END, client=FakeAkshareActions(), corporate_actions=True)
     assert "adj_factor" in result.bars and "cash_dividend" not in result.bars
+
+
+# --------------------------------------------------------------------------- can a source run here?
+
+@pytest.fixture
+def probes(monkeypatch):
+    """source_status with its probes replaced: no import search, no network. ``state`` says which
+    libraries are installed and which servers answer; ``tried`` records each connect."""
+    state = {"installed": {"tushare", "akshare", "baostock"}, "reachable": set(), "tried": []}
+
+    def reachable(host, port, timeout):
+        state["tried"].append((host, port, timeout))
+        return host in state["reachable"]
+
+    monkeypatch.setattr(sources, "_installed", lambda module: module in state["installed"])
+    monkeypatch.setattr(sources, "_reachable", reachable)
+    monkeypatch.delenv("TUSHARE_TOKEN", raising=False)
+    return state
+
+
+def test_source_status_says_why_tushare_cannot_run_and_never_shows_the_token(probes, monkeypatch):
+    assert sources.source_status("tushare") == "TUSHARE_TOKEN is not set"
+    assert sources.source_status("tushare", token=TOKEN) is None  # no server probe for tushare
+    probes["installed"].discard("tushare")
+    monkeypatch.setenv("TUSHARE_TOKEN", TOKEN)
+    why = sources.source_status("tushare")
+    assert why == "tushare is not installed (pip install tushare)" and TOKEN not in why
+    assert probes["tried"] == []
+
+
+@pytest.mark.parametrize("source", ["akshare", "baostock"])
+def test_source_status_checks_the_library_then_the_server(probes, source):
+    host, port = sources.SOURCE_SERVERS[source]
+    probes["installed"].discard(source)
+    assert sources.source_status(source) == f"{source} is not installed (pip install {source})"
+    assert probes["tried"] == []  # no connect when the library is missing
+    probes["installed"].add(source)
+    assert sources.source_status(source, timeout=0.5) == f"its server ({host}) is not reachable"
+    assert probes["tried"] == [(host, port, 0.5)]
+    probes["reachable"].add(host)
+    assert sources.source_status(source) is None
+
+
+def test_source_status_of_the_sample_is_none_and_an_unknown_name_is_an_error(probes):
+    assert sources.source_status("sample") is None
+    with pytest.raises(DataError, match="unknown data source 'yahoo'"):
+        sources.source_status("yahoo")
+    from finrl_tutorial import data
+
+    assert data.source_status is sources.source_status and "source_status" in data.__all__
+
+
+def test_reachable_is_false_when_nothing_listens():
+    import socket
+
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens on it now
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    assert sources._reachable("127.0.0.1", port, timeout=0.5) is False
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        assert sources._reachable("127.0.0.1", server.getsockname()[1], timeout=0.5) is True

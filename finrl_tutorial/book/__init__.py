@@ -26,6 +26,9 @@ import torch
 from ..errors import InputError, show_data_warnings_in_one_line
 from ..provenance import fast_mode
 from . import report, scale, sweep
+from . import batched, benchmarks, learners, learning, workers  # one module per chapter's readings
+from . import teaching_ppo  # chapter 3's readings
+from . import demo  # chapter 1's readings
 from . import teaching  # chapters 1-3: like-with-like comparisons, Holm, distance from the untrained agent
 from .cli import cli_command, run_cli
 # The readings of committed records, one import away for the chapters (``ft.book.describe(record)``).

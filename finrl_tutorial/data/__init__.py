@@ -11,6 +11,7 @@ from .clean import (DEFAULT_INDICATORS, SSE15_SPLITS, PreparedMarket, check_spli
 from .market import MarketData
 from .sample import SAMPLES, load_sample, sample_licence
 from .schema import DataError, canonical_ticker, check_splits, names_argument, parse_date, validate_bars
+from .sources import source_status
 from .synthetic import SIGNAL_FAMILIES, SyntheticMarket, SyntheticSpec, make_synthetic
 
 SOURCES = ("sample", "tushare", "akshare", "baostock")
@@ -95,4 +96,4 @@ def load_market(source="sample", *, tickers=None, start=None, end=None, splits=N
 
 __all__ = ["DEFAULT_INDICATORS", "SAMPLES", "SIGNAL_FAMILIES", "SOURCES", "SSE15_SPLITS", "DataError", "MarketData",
            "PreparedMarket", "SyntheticMarket", "SyntheticSpec", "check_split_lengths", "fraction_splits", "load_market",
-           "load_sample", "make_synthetic", "prepare_market", "sample_licence", "validate_bars"]
+           "load_sample", "make_synthetic", "prepare_market", "sample_licence", "source_status", "validate_bars"]

@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import os
 import re
+import socket
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -43,7 +45,8 @@ from .schema import DataError, canonical_ticker, exchange_of, validate_bars
 
 __all__ = [
     "SourceResult", "MissingTokenError", "fetch_tushare", "fetch_akshare", "fetch_baostock",
-    "read_bars", "read_csv_bars", "to_plain_code", "to_baostock_code", "from_plain_code",
+    "read_bars", "read_csv_bars", "to_plain_code", "to_baostock_code", "from_plain_code", "source_status",
+    "SOURCE_SERVERS",
 ]
 
 BENCHMARK_NAME = "CSI 300"
@@ -163,6 +166,51 @@ def _call(source: str, endpoint: str, label: str, method: Callable[..., Any],
     except Exception as exc:  # providers raise anything: permissions, HTTP, KeyError on bad codes
         problem = one_line(exc, secret, limit=300)
     raise DataError(f"{source} {endpoint} failed for {label}: {problem}")
+
+
+# --------------------------------------------------------------------------- can a provider run here?
+
+SOURCE_SERVERS = {"akshare": ("push2his.eastmoney.com", 443), "baostock": ("public-api.baostock.com", 10030)}
+"""The server each free provider fetches daily bars from, as ``(host, port)``: `source_status` tries a
+TCP connect to it (akshare's daily bars come from eastmoney)."""
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be found, without importing it (importing a provider can be slow)."""
+    return importlib.util.find_spec(module) is not None
+
+
+def _reachable(host: str, port: int, timeout: float) -> bool:
+    """A quick TCP connect: is ``host:port`` reachable from here within ``timeout`` seconds?"""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def source_status(source: str, *, token: str | None = None, timeout: float = 2.0) -> str | None:
+    """Why ``source`` cannot fetch from here, in a few words, or None when it is worth trying.
+
+    ``sample`` always runs. ``tushare`` needs a token (``token`` or ``TUSHARE_TOKEN``; the token
+    itself never appears in the answer) and the library; ``akshare`` and ``baostock`` need their
+    library and their server (`SOURCE_SERVERS`, a TCP connect of at most ``timeout`` seconds). None
+    does not promise the fetch works: a provider can still refuse a request (`load_market` then
+    raises a one-line `DataError`). An unknown source name raises a DataError.
+    """
+    if source == "sample":
+        return None
+    if source not in ("tushare", "akshare", "baostock"):
+        raise DataError(f"unknown data source {source!r}: use sample, tushare, akshare or baostock")
+    if source == "tushare" and not (token or os.environ.get("TUSHARE_TOKEN")):
+        return "TUSHARE_TOKEN is not set"
+    if not _installed(source):
+        return f"{source} is not installed (pip install {source})"
+    if source in SOURCE_SERVERS:
+        host, port = SOURCE_SERVERS[source]
+        if not _reachable(host, port, timeout):
+            return f"its server ({host}) is not reachable"
+    return None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,498 @@
+"""Chapter 6's readings: one A-share step function run four ways (one gymnasium env, a subprocess
+VecEnv, the hand-batched env, the vmap env), and whether several processes, each with a batched
+env, add throughput.
+
+The chapter measures with `finrl_tutorial.bench.measure_env` and keeps its numbers in a pandas
+Series ``rate`` of env-steps/s indexed by ``(env, num_envs)``; the functions here turn those
+numbers, the rounds of `process_rounds` and the committed records (the quiet and the loaded
+``bench scale`` records of `finrl_tutorial.book.scale`, and the H200 anchors of `GPU_RECORD`) into
+the chapter's figures, tables and sentences. Every number a sentence states is computed here from
+what the function is given; each ``N×`` names what it is a multiple of. Only `process_rounds`
+measures; everything else is a pure reading.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pandas as pd
+import torch
+
+from ..bench.env import measure_env
+from ..bench.scale import loadavg, scale_label
+from ..errors import InputError
+from .cli import cli_command
+from .folded import MethodNote, how_measured
+from .scale import (LOADED_SCALE_RECORD, SCALE_RECORD, SPEED_TIE_MARGIN, fit_per_call, near_boundary_words,
+                    speed_verdict, speed_verdict_words, speedups)
+
+GPU_RECORD = "anchors_elegantrl_h200.jsonl"
+"""The committed measurement of other envs on one NVIDIA H200 (chapter 6.6)."""
+
+RATIO = "2 processes ÷ faster 1 process"
+"""The column of `process_rounds` that holds each round's speed ratio."""
+
+GPU_CURVES = {("elegantrl_StockTradingVecEnv", False): ("ElegantRL's StockTradingVecEnv", "o--", "tab:green"),
+              ("ref_batched_env", False): ("rule-free batched env, eager", "s:", "tab:purple"),
+              ("ref_batched_env", True): ("rule-free batched env, one CUDA graph", "s-", "tab:red")}
+"""The curves of `GPU_RECORD` drawn in 6.6: ``(bench, graph)`` → (label, line style, colour)."""
+
+
+def _markdown(text: str):
+    """``text`` as an IPython ``Markdown`` object (the text itself outside IPython)."""
+    from . import _markdown as markdown  # the book room's own (imported here: it is defined after this module)
+    return markdown(text)
+
+
+def _dropdown(title: str, body: str) -> MethodNote:
+    """A folded method note (`folded.how_measured`) titled ``title`` holding the Markdown ``body``."""
+    return how_measured(body.strip(), title=title)
+
+
+def _range(low: float, high: float, digits: int = 2) -> str:
+    """``"0.91–1.08"`` (one number when both ends print the same)."""
+    a, b = f"{low:.{digits}f}", f"{high:.{digits}f}"
+    return a if a == b else f"{a}–{b}"
+
+
+def _share(value: float) -> str:
+    """A ratio at two decimals, or three below 0.1 (so that a small one does not print as 0.0x)."""
+    return f"{value:.2f}" if value >= 0.1 else f"{value:.3f}"
+
+
+def _same_sizes(rate: pd.Series) -> list[int]:
+    """The numbers of accounts at which the subprocess VecEnv and both batched envs ran."""
+    return sorted(set(rate["subproc"].index) & set(rate["vec"].index) & set(rate["vmap"].index))
+
+
+# --- 6.3: env-steps per second ---------------------------------------------------------------------
+
+def plot_throughput(rate: pd.Series, per_call: dict, ax, stocks: int) -> None:
+    """Draw on ``ax`` the env-steps/s of ``rate`` (env-steps/s indexed by ``(env, num_envs)``,
+    holding ``single``, ``subproc``, ``vec`` and ``vmap``) against the number of accounts, on log
+    axes: the two batched envs as lines, the fit ``n / (c + a n)`` of ``per_call``
+    (`finrl_tutorial.book.scale.fit_per_call`), the single env as a horizontal line and the
+    subprocess VecEnv as points. ``stocks`` goes into the title."""
+    for kind, style in (("vec", "o-"), ("vmap", "s--")):
+        ax.plot(rate[kind].index, rate[kind].to_numpy(), style, label=f"{kind} (one process)")
+    sizes = pd.Series(sorted(rate["vec"].index), dtype=float)
+    ax.plot(sizes, sizes / (per_call["call_seconds"] + sizes * per_call["account_seconds"]), color="grey",
+            linewidth=1, label="fit: n / (c + a n)")
+    ax.axhline(float(rate["single"].iloc[0]), color="grey", linestyle=":", label="single gymnasium env")
+    ax.plot(rate["subproc"].index, rate["subproc"].to_numpy(), "D", color="tab:red", markersize=8,
+            label="subproc VecEnv (one process per account)")
+    ax.set(xscale="log", yscale="log", xlabel="accounts (sub-envs)", ylabel="env-steps / s",
+           title=f"One A-share step function, four ways ({stocks} stocks, this CPU, this run)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize="small")
+
+
+def per_call_text(per_call: dict):
+    """One sentence on the fit of `fit_per_call`: the fixed cost ``c`` of one batched call, the
+    cost ``a`` of one more account, and the size below which ``c`` dominates. Returns Markdown."""
+    return _markdown(
+        f"The fitted line says one call of the batched env costs about "
+        f"{1e6 * per_call['call_seconds']:,.0f} µs before it steps any account ($c$), and "
+        f"{1e6 * per_call['account_seconds']:.2f} µs per account ($a$): below about "
+        f"{per_call['break_even_accounts']:,.0f} accounts the fixed part dominates, and more accounts per call "
+        "are nearly free.")
+
+
+def sweep_method(records: list[dict], seconds: float):
+    """The method of the 6.3 sweep, folded away: how each of ``records`` (`measure_env` records of
+    this run) was measured, the machine they name, and the load average now. Returns Markdown (a
+    MyST dropdown)."""
+    cores = sorted({r["cpu_count"] for r in records})
+    threads = sorted({r["threads"] for r in records})
+    load = loadavg()
+    return _dropdown("How this was measured", f"""
+Each point is one call of `ft.bench.measure_env`: after one warm-up step, the env is stepped with
+random actions in $[-1, 1]$ for {seconds:g} s, episodes auto-resetting, and its env-steps are
+counted. The subprocess VecEnv starts its processes (`spawn`) before the clock starts. Everything
+runs in this notebook's process on {' or '.join(map(str, threads))} torch
+thread{'' if threads == [1] else 's'}, on a machine with {' or '.join(map(str, cores))} CPU cores, whose load average is
+{'not available here' if load is None else f'{load[0]:.2f}'} now (everything running on the machine counts
+in it). The fit is a least-squares line through the seconds of one call of the batched env, $n$ /
+(env-steps/s), against $n$.
+""")
+
+
+# --- 6.4: like with like ---------------------------------------------------------------------------
+
+def same_accounts_table(rate: pd.Series) -> pd.DataFrame:
+    """env-steps/s of the subprocess VecEnv, the batched env and the vmap env at every number of
+    accounts all three ran (rows ``"2 accounts"`` ...), from ``rate`` (env-steps/s indexed by
+    ``(env, num_envs)``)."""
+    return pd.DataFrame({f"{n:,} accounts": {"subproc VecEnv": rate["subproc"][n], "batched env (vec)": rate["vec"][n],
+                                             "vmap env": rate["vmap"][n]} for n in _same_sizes(rate)}).T
+
+
+def same_accounts_reading(rate: pd.Series) -> dict:
+    """The numbers of 6.4 from ``rate``: the batched env ÷ the subprocess VecEnv at each shared size
+    (``"same"``), the smallest shared size (``"small"``) and the largest batched size (``"large"``),
+    how many times longer a call of ``large`` accounts took than a call of ``small`` (``"call
+    ratio"``) and how many times the env-steps/s grew (``"gain"``), and the vmap env ÷ the batched
+    env over the sizes both ran (``"vmap low"``, ``"vmap high"``)."""
+    sizes = _same_sizes(rate)
+    if not sizes:
+        raise InputError("rate holds no number of accounts that the subprocess VecEnv and both batched envs ran")
+    small, large = sizes[0], int(max(rate["vec"].index))
+    vmap = (rate["vmap"] / rate["vec"]).dropna()
+    call = lambda n: n / rate["vec"][n]  # seconds of one call of n accounts  # noqa: E731
+    return {"same": {n: rate["vec"][n] / rate["subproc"][n] for n in sizes}, "small": small, "large": large,
+            "call ratio": call(large) / call(small), "gain": rate["vec"][large] / rate["vec"][small],
+            "vmap low": float(vmap.min()), "vmap high": float(vmap.max())}
+
+
+def same_accounts_text(rate: pd.Series):
+    """What 6.4's table means, in three bullets (`same_accounts_reading`): the batched env against
+    the subprocess VecEnv at the same accounts, what more accounts per call buy the batched env
+    against its own rate, and the vmap env against the batched env. Returns Markdown."""
+    r = same_accounts_reading(rate)
+    counts = " and ".join(f"{n:,}" for n in r["same"])
+    ratios = " and ".join(f"{v:.1f}×" for v in r["same"].values())
+    return _markdown("\n".join([
+        f"* **Same accounts:** at {counts} accounts, the batched env ran {ratios} the env-steps/s of the "
+        "subprocess VecEnv.",
+        f"* **What batching buys:** a call with {r['large']:,} accounts took {r['call ratio']:.0f}× as long as a "
+        f"call with {r['small']:,}, so the batched env's env-steps/s rose to {r['gain']:,.0f}× its own rate at "
+        f"{r['small']:,} accounts.",
+        f"* **vmap** computes the same accounts (6.2) at {_range(r['vmap low'], r['vmap high'])}× the env-steps/s of "
+        "the batched env over these sizes; its appeal is that you write and test the one-account step only.",
+    ]))
+
+
+# --- 6.5: several processes, each with a batched env -----------------------------------------------
+
+def _env_processes(count: int, num_envs: int, seconds: float, stocks: int) -> list[dict]:
+    """Start ``count`` ``python -m finrl_tutorial bench env`` (one torch thread each) at once; their records."""
+    command = cli_command("bench", "env", "--env", "vec", "--num-envs", num_envs, "--seconds", seconds,
+                          "--stocks", stocks)
+    running = [subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=os.environ | {"OMP_NUM_THREADS": "1"})
+               for _ in range(count)]
+    outputs = [process.communicate(timeout=300)[0] for process in running]
+    for process in running:
+        if process.returncode != 0:
+            raise InputError(f"`{' '.join(command[1:])}` failed with exit code {process.returncode}")
+    return [json.loads(output.strip().splitlines()[-1]) for output in outputs]
+
+
+def _one_process(market, num_envs: int, seconds: float, threads: int) -> float:
+    """env-steps/s of the batched env of ``num_envs`` accounts in this process on ``threads`` torch threads."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        return measure_env("vec", market, num_envs, seconds=seconds)["env_steps_per_s"]
+    finally:
+        torch.set_num_threads(previous)
+
+
+def process_rounds(market, num_envs: int, rounds: int = 3, seconds: float = 2.0) -> pd.DataFrame:
+    """Measure, ``rounds`` times, two processes each running the batched env with ``num_envs``
+    accounts at the same moment (two ``python -m finrl_tutorial bench env`` commands, each measuring
+    for ``2 × seconds + 1`` s; their env-steps/s summed) and, right after, this process alone with
+    all ``2 × num_envs`` accounts for ``seconds``, once on one torch thread and once on one thread
+    per core. One row per round: the three rates, the 1-minute load average at the round's end, and
+    `RATIO`, the two processes ÷ the faster single-process setup of the same round. ``attrs`` keep
+    the column names (``"one"``, ``"one_all"``, ``"two"``), ``num_envs``, ``cores``, ``seconds``, the
+    command and each round's two process records (``"records"``)."""
+    cores = os.cpu_count() or 1
+    one, one_all = f"1 process × {2 * num_envs:,}, 1 thread", f"1 process × {2 * num_envs:,}, {cores} threads"
+    two = f"2 processes × {num_envs:,} (sum)"
+    threads = {one: 1, one_all: cores} if cores > 1 else {one: 1}
+    rows, records = [], []
+    for _ in range(rounds):  # interleaved: a slow spell of the machine hits every layout alike
+        together = _env_processes(2, num_envs, 2 * seconds + 1, market.num_stocks)
+        row = {label: _one_process(market, 2 * num_envs, seconds, count) for label, count in threads.items()}
+        load = (loadavg() or [float("nan")])[0]
+        rows.append(row | {two: sum(r["env_steps_per_s"] for r in together), "load average": load})
+        records.append(together)
+    table = pd.DataFrame(rows).rename_axis("round")
+    table[RATIO] = table[two] / table[list(threads)].max(axis=1)
+    table.attrs.update({"one": one, "one_all": one_all if cores > 1 else one, "two": two, "num_envs": num_envs,
+                        "cores": cores, "seconds": seconds, "records": records,
+                        "command": "python " + " ".join(cli_command("bench", "env", "--env", "vec", "--num-envs",
+                                                                    num_envs, "--seconds", 2 * seconds + 1,
+                                                                    "--stocks", market.num_stocks)[1:])})
+    return table
+
+
+def _layouts(rounds: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(rounds.attrs[key] for key in ("one", "one_all", "two")))
+
+
+def plot_rounds(rounds: pd.DataFrame, ax) -> None:
+    """Draw on ``ax`` the median env-steps/s of each layout of `process_rounds` as a bar, with
+    whiskers from the slowest to the fastest round."""
+    layouts = _layouts(rounds)
+    median = rounds[layouts].median()
+    ax.barh(median.index, median.to_numpy(), color=["tab:blue", "tab:cyan", "tab:orange"][-len(layouts):])
+    ax.errorbar(median.to_numpy(), median.index, xerr=[median - rounds[layouts].min(), rounds[layouts].max() - median],
+                fmt="none", color="black", capsize=4)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"env-steps / s, {2 * rounds.attrs['num_envs']:,} accounts in all: median of {len(rounds)} "
+                  "rounds, whiskers min..max")
+    ax.grid(axis="x", alpha=0.3)
+
+
+def rounds_reading(rounds: pd.DataFrame) -> dict:
+    """The verdict of `process_rounds`: the round-by-round ratios (two processes ÷ the faster single
+    process), their min, median and max, the verdict (`speed_verdict`, margin `SPEED_TIE_MARGIN`),
+    and the ratios of one process on all cores' threads ÷ the same process on one thread."""
+    ratios = rounds[RATIO].astype(float)
+    threads = rounds[rounds.attrs["one_all"]] / rounds[rounds.attrs["one"]]
+    return {"ratios": ratios.tolist(), "low": float(ratios.min()), "median": float(ratios.median()),
+            "high": float(ratios.max()), "verdict": speed_verdict(ratios), "num_envs": rounds.attrs["num_envs"],
+            "cores": rounds.attrs["cores"], "threads low": float(threads.min()), "threads high": float(threads.max())}
+
+
+def rounds_text(rounds: pd.DataFrame):
+    """This run's answer of 6.5 (`rounds_reading`): the range of the rounds' ratios against the
+    faster single-process setup, the verdict, and what a second thread did to one process.
+    Returns Markdown."""
+    r = rounds_reading(rounds)
+    near = near_boundary_words(r["low"], r["high"])
+    text = (f"Round by round, two processes of {r['num_envs']:,} accounts ran {_range(r['low'], r['high'])}× the "
+            f"env-steps/s of the faster single-process setup with the same {2 * r['num_envs']:,} accounts"
+            + (f"; {near}" if near else "") + f": {speed_verdict_words(r['verdict'])}.")
+    if r["cores"] > 1:
+        text += (f" One process on {r['cores']} threads ran {_share(r['threads low'])}–{_share(r['threads high'])}× "
+                 "the env-steps/s of the same process on 1 thread.")
+    return _markdown(text)
+
+
+def committed_reading(quiet: list[dict], loaded: list[dict]) -> dict:
+    """The two comparisons of 6.5 in the committed ``bench scale`` records (``quiet``: `SCALE_RECORD`,
+    ``loaded``: `LOADED_SCALE_RECORD`), each a row of `speedups`: the batched env at 2 accounts ÷
+    the subprocess VecEnv with 2 processes (``"two accounts"``); two processes of the DDP layout's
+    env half ÷ one batched env with all their accounts on one thread (``"two processes"``, and
+    ``"loaded"`` for the loaded record); the best batched size ÷ 2 accounts (``"best"``, ``"best
+    gain"``); the accounts of the two-process comparison, the cores, the date, and whether the
+    quiet comparison's load stayed within the cores (``"own cores"``: a core for each process)."""
+    steps = speedups(quiet, key="env_steps_per_s", baseline="subproc ×2", layouts=["subproc", "vec"])
+
+    def two_processes(records):
+        ddp = [r for r in records if r["layout"] == "ddp" and r["processes"] == 2]
+        if not ddp:
+            raise InputError("the record holds no two-process ddp measurement")
+        base = next((r for r in records if r["layout"] == "vec" and r["num_envs"] == ddp[0]["num_envs"]), None)
+        if base is None:
+            raise InputError(f"the record holds no batched env with all {ddp[0]['num_envs']} accounts in one process")
+        table = speedups(records, key="env_steps_per_s", baseline=scale_label(base), layouts=["ddp"])
+        return table.loc[scale_label(ddp[0])], int(ddp[0]["num_envs"]), int(ddp[0]["envs_per_process"])
+
+    pair, accounts, per_process = two_processes(quiet)
+    loaded_pair, _, _ = two_processes(loaded)
+    vec = steps[steps["layout"] == "vec"]
+    best = vec["median"].idxmax()
+    first = quiet[0]
+    return {"two accounts": steps.loc["vec 2"], "two processes": pair, "loaded": loaded_pair,
+            "accounts": accounts, "per process": per_process, "best": best,
+            "best gain": steps.loc[best, "median"] / steps.loc["vec 2", "median"], "cores": int(first["cpu_count"]),
+            "date": first["date"][:10], "own cores": bool(pair["load max"] <= first["cpu_count"])}
+
+
+def committed_text(committed: dict, rate: pd.Series):
+    """The committed record's two comparisons (`committed_reading`) beside this run's ``rate``, in
+    three bullets: 2 accounts, two processes against one, and what batching buys. Returns Markdown."""
+    c, pair = committed, committed["two processes"]
+    return _markdown("\n".join([
+        f"* **2 accounts:** the batched env ran {c['two accounts']['speed-up']:.1f}× the env-steps/s of the "
+        f"subprocess VecEnv with 2 processes in the record, and {rate['vec'][2] / rate['subproc'][2]:.1f}× of it in "
+        "this run (6.4). The load, and perhaps the machine, differ: compare a ratio only within its own run.",
+        f"* **{c['accounts']:,} accounts:** two processes of {c['per process']:,} ran {pair['speed-up']:.2f}× the "
+        f"env-steps/s of one process with all {c['accounts']:,} accounts on one thread"
+        + (f" (each process had a core of its own: the load stayed within the {c['cores']} cores)" if c["own cores"]
+           else "")
+        + (". The record holds a single run of the one process, so this is one ratio, not a verdict."
+           if pair["verdict"] == "one ratio" else
+           f"; round by round {_range(pair['rounds min'], pair['rounds max'])}×: {pair['verdict']}."),
+        f"* **Batching, not processes:** the record's best batched env ({c['best']}) ran {c['best gain']:,.0f}× "
+        "the env-steps/s of the same env at 2 accounts.",
+    ]))
+
+
+def rounds_method(rounds: pd.DataFrame, committed: dict):
+    """The method of 6.5, folded away: how the rounds ran (the command, interleaving, the baseline,
+    the tie margin), this run's rounds with their load averages, and the committed records'
+    names, dates and load averages (``committed``: `committed_reading`). Returns Markdown (a MyST
+    dropdown)."""
+    a = rounds.attrs
+    table = rounds.reset_index()
+    columns = ["round", *_layouts(rounds), RATIO, "load average"]
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for _, row in table.iterrows():
+        cells = [f"{int(row['round']) + 1}", *(f"{row[k]:,.0f}" for k in _layouts(rounds)), f"{row[RATIO]:.2f}",
+                 f"{row['load average']:.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    pair, loaded = committed["two processes"], committed["loaded"]
+    return _dropdown("How this was measured", f"""
+Each round starts two processes at the same moment, each running `{a['command']}` (one torch
+thread each; their env-steps/s are summed), then measures this process alone with all
+{2 * a['num_envs']:,} accounts for {a['seconds']:g} s on 1 torch thread and on {a['cores']}. The
+rounds are interleaved, so a slow spell of the machine hits every layout alike; each round's ratio
+divides the two processes by the faster single-process setup *of the same round*. The verdict is
+`ft.book.speed_verdict` with the tie margin `ft.book.scale.SPEED_TIE_MARGIN` =
+±{100 * SPEED_TIE_MARGIN:g} %. This run's rounds (env-steps/s; the load average is the 1-minute
+one at the end of the round, on {a['cores']} cores):
+
+{chr(10).join(lines)}
+
+The committed comparisons come from `{SCALE_RECORD}` ({committed['date']}, {committed['cores']} CPU
+cores; load average {_range(pair['load min'], pair['load max'], 1)} during its two-process runs)
+and `{LOADED_SCALE_RECORD}` (the same command on the same machine under heavy load, load average
+{_range(loaded['load min'], loaded['load max'], 0)}); each two-process rate there is the median of
+{int(pair['repeats'])} repeats, against a single run of one process.
+""")
+
+
+# --- 6.6: where a GPU would change the answer --------------------------------------------------------
+
+def gpu_reading(anchors: list[dict], stocks: int = 15) -> dict:
+    """The H200 record `GPU_RECORD` read for 6.6: its ``meta`` line, the env sweeps at ``stocks``
+    stocks (``"rows"``, with ``graph`` True or False), ElegantRL's `StockTradingVecEnv` env-steps/s
+    by accounts (``"elegant"``) and the `fit_per_call` of its call (``"elegant fit"``), and the fits of
+    the rule-free batched env eager and as one CUDA graph (``"rule-free fits"``, keyed by
+    ``graph``)."""
+    rows = pd.DataFrame([r for r in anchors if r.get("stocks") == stocks and r.get("env_steps_per_s") is not None])
+    rows["graph"] = rows["graph"].eq(True) if "graph" in rows else False
+    elegant = (rows[rows["bench"] == "elegantrl_StockTradingVecEnv"].set_index("num_envs")["env_steps_per_s"]
+               .sort_index())
+    free = rows[rows["bench"] == "ref_batched_env"]
+    return {"meta": anchors[0]["meta"], "rows": rows, "elegant": elegant,
+            "elegant fit": fit_per_call(elegant.index, elegant.to_numpy()),
+            "rule-free fits": {bool(graph): fit_per_call(part["num_envs"].to_numpy(),
+                                                         part["env_steps_per_s"].to_numpy())
+                               for graph, part in free.groupby("graph")}}
+
+
+def plot_gpu_beside_cpu(gpu: dict, rate: pd.Series, ax) -> None:
+    """Draw on ``ax`` the H200 curves of ``gpu`` (`gpu_reading`; `GPU_CURVES`) and this run's batched
+    env on this CPU (``rate["vec"]``), each labelled with its device, on log axes; the title says
+    that no ratio across the devices is stated."""
+    rows = gpu["rows"]
+    for (name, graph), (label, style, color) in GPU_CURVES.items():
+        part = rows[(rows["bench"] == name) & (rows["graph"] == graph)].sort_values("num_envs")
+        ax.plot(part["num_envs"], part["env_steps_per_s"], style, color=color, label=f"GPU (H200): {label}")
+    ax.plot(rate["vec"].index, rate["vec"].to_numpy(), "o-", color="black",
+            label="CPU (this machine, this run): ours, VecStockTradingEnv")
+    ax.set(xscale="log", yscale="log", xlabel="accounts (sub-envs)", ylabel="env-steps / s",
+           title=f"Two devices on one axis: one NVIDIA H200 ({gpu['meta']['date']}) and this CPU; no ratio across them")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize="small")
+
+
+def gpu_text(gpu: dict, per_call: dict):
+    """Each curve's own shape (`gpu_reading`), never one curve against another: the fixed cost of
+    ElegantRL's call on the H200 and its break-even size beside ours on this CPU (``per_call``,
+    6.3), and the fixed cost of the rule-free env's call eager and as a CUDA graph. Returns Markdown."""
+    fit, free = gpu["elegant fit"], gpu["rule-free fits"]
+    return _markdown(
+        f"On the H200, a fit of ElegantRL's `StockTradingVecEnv` call gives about {1e3 * fit['call_seconds']:.1f} ms "
+        f"fixed and {1e9 * fit['account_seconds']:.0f} ns per account: the fixed part dominates below about "
+        f"{fit['break_even_accounts']:,.0f} accounts. Ours, on this CPU in this run (6.3), breaks even at about "
+        f"{per_call['break_even_accounts']:,.0f} accounts. The rule-free env's call costs "
+        f"{1e3 * free[False]['call_seconds']:.2f} ms fixed eager, and {1e3 * free[True]['call_seconds']:.2f} ms "
+        "as one CUDA graph.")
+
+
+def gpu_method(gpu: dict):
+    """Where the H200 figures come from, folded away: the record's name and its ``meta`` line
+    (what was measured, the device, the date, the method). Returns Markdown (a MyST dropdown)."""
+    meta = gpu["meta"]
+    return _dropdown("Where the GPU figures come from", f"""
+The record `{GPU_RECORD}` was measured on {meta['device']}, on {meta['date']}, with {meta['stocks']} stocks:
+{meta['what']}. Method: {meta['method']}. The fits are the same least-squares line as in 6.3
+(`ft.book.fit_per_call`), through each curve's own points.
+""")
+
+
+# --- the answer --------------------------------------------------------------------------------------
+
+def answer(rate: pd.Series, rounds: pd.DataFrame, committed: dict, per_call: dict) -> dict:
+    """The chapter's answer in numbers: the batched env ÷ the subprocess VecEnv at the smallest
+    shared size (``"same"``, at ``"accounts"``), the call of the largest batched size ÷ the call at
+    that size (``"call ratio"``, ``"large"``; `same_accounts_reading`), this run's rounds
+    (`rounds_reading`), the committed comparisons (`committed_reading`), which of the three
+    measurements of a second batched process shows it paying (``"paid"``: names), and the
+    projection of the cost model fitted in 6.3 with a free core per process: two processes of N
+    accounts ÷ one process of 2N (``"projected"``)."""
+    same = same_accounts_reading(rate)
+    run = rounds_reading(rounds)
+    n = run["num_envs"]
+    c, a = per_call["call_seconds"], per_call["account_seconds"]
+    paid = [name for name, shown in (("this run", run["verdict"] == "faster"),
+                                     ("the quiet committed record", committed["two processes"]["speed-up"] > 1),
+                                     ("the loaded committed record", committed["loaded"]["speed-up"] > 1)) if shown]
+    return {"accounts": same["small"], "same": same["same"][same["small"]], "large": same["large"],
+            "call ratio": same["call ratio"], "rounds": run, "committed": committed,
+            "paid": paid, "projected": (c + 2 * n * a) / (c + n * a), "per call": per_call}
+
+
+def answer_text(result: dict):
+    """The chapter's answer (`answer`) to its two questions, and what it says of a GPU: measured on
+    this CPU, then the projection, labelled as one. Returns Markdown."""
+    run, c = result["rounds"], result["committed"]
+    n = run["num_envs"]
+    cores = f"{c['cores']}" if run["cores"] == c["cores"] else f"{run['cores']} and {c['cores']}"
+    pair, loaded = c["two processes"], c["loaded"]
+    paid = result["paid"]
+    if paid:
+        measured = (f"Of these measurements on {cores} cores, only {' and '.join(paid)} "
+                    f"{'shows' if len(paid) == 1 else 'show'} a second batched process paying.")
+    else:
+        measured = (f"So none of these measurements on {cores} cores shows a second batched process paying"
+                    + (", not even the one where each process had a core of its own." if c["own cores"] else "."))
+    return _markdown("\n".join([
+        "**The answer, on this CPU (measured):**\n",
+        f"* *Is the multi-process VecEnv obsolete?* For an env written as tensor operations, yes: at the same "
+        f"{result['accounts']:,} accounts the batched env already ran {result['same']:.1f}× the env-steps/s of the "
+        f"subprocess VecEnv, and one call of {result['large']:,} accounts took only {result['call ratio']:.0f}× as "
+        f"long as a call of {result['accounts']:,} (6.4). The multi-process VecEnv remains the tool for envs that "
+        "cannot be batched.",
+        f"* *Should several processes each run a batched env?* In this run, two processes of {n:,} accounts ran "
+        f"{_range(run['low'], run['high'])}× the env-steps/s of the faster single process with all {2 * n:,} "
+        f"accounts, round by round: {speed_verdict_words(run['verdict'])}. In the committed record of a quiet "
+        f"machine, two processes of {c['per process']:,} accounts ran {pair['speed-up']:.2f}× the env-steps/s of one "
+        f"process with all {c['accounts']:,} accounts on one thread (the only single-process setup it holds), and "
+        f"under heavy load {loaded['speed-up']:.2f}× of the same baseline"
+        + ("; each is one ratio against a single run, so neither is a verdict. "
+           if pair["verdict"] == loaded["verdict"] == "one ratio" else
+           f" (verdicts from their rounds: {pair['verdict']}, {loaded['verdict']}). ") + measured,
+        f"* **Projection, not measurement:** the call cost fitted in 6.3, $t(n) = c + a \\cdot n$, with a free core "
+        f"for each process and nothing else shared, gives two processes of {n:,} accounts {result['projected']:.2f}× "
+        f"the env-steps/s of one process with {2 * n:,}. What the processes share beyond the cores (memory "
+        "bandwidth, caches, other jobs) is what the model leaves out.",
+        "* *On a GPU?* Not measured for this package's env; the H200 measurements of other envs (6.6) and the "
+        "projection there say where the answer would move.",
+    ]))
+
+
+def box_contents(result: dict, gpu: dict) -> dict:
+    """The keyword arguments of `finrl_tutorial.book.measured_box` for chapter 6, from `answer` and
+    `gpu_reading`: this run's ratios, each naming its baseline, the committed ones with their
+    records, and what they do and do not show."""
+    run, c = result["rounds"], result["committed"]
+    n = run["num_envs"]
+    elegant = gpu["elegant"]
+    return {
+        "this_run": {
+            f"{result['accounts']:,} accounts: batched env ÷ subprocess VecEnv": f"{result['same']:.1f}×",
+            f"2 processes × {n:,} ÷ faster 1 process × {2 * n:,} (1 or {run['cores']} threads)":
+                f"rounds {_range(run['low'], run['high'])}×: {run['verdict']}",
+            "fixed cost of one batched call": f"{1e6 * result['per call']['call_seconds']:,.0f} µs",
+        },
+        "committed": {
+            f"{SCALE_RECORD} ({c['date']}), 2 accounts: batched env ÷ subprocess VecEnv":
+                f"{c['two accounts']['speed-up']:.1f}×",
+            f"{SCALE_RECORD}, 2 processes × {c['per process']:,} ÷ 1 process × {c['accounts']:,} (1 thread)":
+                f"{c['two processes']['speed-up']:.2f}× (one ratio, no verdict)",
+            f"{GPU_RECORD} ({gpu['meta']['date']}, one H200: another device, another program)":
+                f"ElegantRL's StockTradingVecEnv {elegant.max():,.0f} env-steps/s at {elegant.idxmax():,} accounts",
+        },
+        "shows": "layouts compared at the same number of accounts, what more accounts per call buy, and whether a "
+                 "second batched process helped on this CPU at this load",
+        "does_not_show": "this package's env on a GPU (not measured on a GPU), or machines with more free cores",
+    }
+

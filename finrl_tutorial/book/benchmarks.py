@@ -1,0 +1,894 @@
+"""Chapter 8's readings: benchmark records turned into the tables, sentences and figures of the page.
+
+Every function reads committed records (the dicts of a ``bench`` JSON-lines file, a ``report.json``,
+or the chapter's live `run_experiment` report) and returns a table (a DataFrame), sentences (an
+IPython ``Markdown``), a collapsed "How this was measured" block (`MethodNote`) or draws on the
+matplotlib Axes (or Figure) it is given: the chapter shows the one library call and the result.
+Numbers in every sentence are computed here from the records; the general readings stay in
+`finrl_tutorial.book.report` and `finrl_tutorial.book.scale`, which this module calls.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable, Mapping, Sequence
+
+import pandas as pd
+
+from ..metrics import TIE_MARGIN, stored_verdict, verdict_reason
+from . import folded
+from .folded import MethodNote
+from .report import gpu_summary, peer_summary, peer_target_lines, provenance, rollout_share_table
+from .scale import (SCALE_RECORD, SPEED_TIE_MARGIN, fit_cost_model, measured_points, peer_comparisons,
+                    phase_table, plot_projection, project, speed_verdict_words)
+from .teaching import reader_command
+
+#: The records chapter 8 reads, with the section that reads each (the full-size report is found by
+#: its pattern, ``*report.json``, as the chapter finds it).
+CHAPTER_RECORDS = {"bench_env.jsonl": "8.2 env throughput", "bench_train.jsonl": "8.3 training loop",
+                   SCALE_RECORD: "8.3-8.4 loop cost, scale-out", "anchors_elegantrl_h200.jsonl": "8.5 GPU",
+                   "*report.json": "8.7 full-size run", "bench_peers.jsonl": "8.8 peers"}
+
+#: How the results tables of 8.6 and 8.7 print their columns.
+RESULT_FORMATS = ({c: "{:.2%}" for c in ("cumulative_return", "annual_return", "annual_volatility", "max_drawdown",
+                                         "turnover")}
+                  | {c: "{:.2f}" for c in ("sharpe_ratio", "sortino_ratio", "calmar_ratio")}
+                  | {"total_fees": "¥{:,.0f}"})
+
+
+def _room():
+    """The book room (``finrl_tutorial.book``), looked up when called: the room imports this module
+    before it defines `read_records`, `record_names`, `measured_box` and its Markdown helper."""
+    import importlib
+
+    return importlib.import_module(__package__)
+
+
+def read_records(name: str) -> list[dict]:
+    """`finrl_tutorial.book.read_records`: the committed record ``name``."""
+    return _room().read_records(name)
+
+
+def record_names(pattern: str) -> list[str]:
+    """`finrl_tutorial.book.record_names`: the committed records matching ``pattern``."""
+    return _room().record_names(pattern)
+
+
+def _markdown(text: str):
+    return _room()._markdown(text)
+
+
+# --- a collapsed block for the method ---------------------------------------------------------------
+
+def how_measured(items: Sequence[str], title: str = "How this was measured") -> MethodNote:
+    """The method lines ``items`` (record names, commands, rounds, loads) as one folded list
+    (`folded.how_measured`)."""
+    return folded.how_measured(list(items), title=title)
+
+
+def times(value: float) -> str:
+    """A ratio as the chapter prints it: ``"284.5×"`` from 10 up, ``"2.47×"`` below."""
+    return f"{value:,.1f}×" if value >= 10 else f"{value:.2f}×"
+
+
+def _date(records: Iterable[dict]) -> str:
+    dates = sorted({str(r.get("date") or (r.get("machine") or {}).get("date", ""))[:10] for r in records} - {""})
+    return dates[0] if len(dates) == 1 else f"{dates[0]} .. {dates[-1]}"
+
+
+# --- 8.1 where and when -----------------------------------------------------------------------------
+
+def _device(prov: dict) -> str:
+    if prov["GPU"] != "none":
+        return f"GPU: {prov['GPU']}"
+    return f"CPU: {prov['CPU cores']} cores, {prov['torch threads']} torch thread(s)"
+
+
+def sources_table(names: Mapping[str, str] = CHAPTER_RECORDS) -> pd.DataFrame:
+    """One row per record file the chapter reads (``names``: file name or pattern → the section that
+    reads it): the section, the device its figures were measured on (GPU name, or CPU cores and torch
+    threads), the date(s), the number of records and torch. Reads the committed records."""
+    rows = {}
+    for pattern, section in names.items():
+        for name in (record_names(pattern) if any(c in pattern for c in "*?[") else [pattern]):
+            records = read_records(name)
+            prov = provenance(records)
+            rows[name] = {"section": section, "device": _device(prov), "measured": _date(records),
+                          "records": prov["records"], "torch": prov["torch"]}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def device_words(table: pd.DataFrame) -> object:
+    """Which figures are CPU figures and which GPU figures, from `sources_table`: a Markdown sentence
+    naming the sections of each (8.6 is measured live, on the machine that runs the page)."""
+    def sections(part: pd.DataFrame) -> str:
+        return ", ".join(sorted({number for section in part["section"] for number in re.findall(r"\d+\.\d+", section)},
+                                key=lambda n: tuple(map(int, n.split(".")))))
+
+    gpu = table[table["device"].str.startswith("GPU")]
+    cpu = table.drop(gpu.index)
+    cores = sorted({d.split(": ")[1].split(" cores")[0] for d in cpu["device"]})
+    text = (f"**CPU figures:** every record read in {sections(cpu)} was measured on a CPU "
+            f"({' or '.join(cores)} cores) with no GPU. ")
+    if len(gpu):
+        devices = ", ".join(sorted({d.split(": ", 1)[1] for d in gpu["device"]}))
+        text += (f"**GPU figures:** only those of {sections(gpu)}, measured on one {devices}, and they are of another "
+                 "program (ElegantRL's env), not of this package's env or trainer. ")
+    else:
+        text += "**GPU figures:** none; no record of this chapter was measured on a GPU. "
+    return _markdown(text + "8.6 trains live, on the machine that runs this page.")
+
+
+def commands_note(names: Iterable[str]) -> MethodNote:
+    """The commands that wrote each committed record file of ``names`` (e.g. `sources_table`'s index), as
+    a reader runs them (`reader_command`: a temporary output folder shown under ``runs/``), in a collapsed
+    `MethodNote`; a record that states no command says so in its own words."""
+    items = []
+    for name in names:
+        commands = sorted({str(r.get("command", "(not recorded)")) for r in read_records(name)})
+        shown = [f"`{reader_command(c)}`" if c.startswith("python") else c for c in commands]
+        items.append(f"`{name}`: " + "; ".join(shown))
+    return how_measured(items, "The commands behind these records")
+
+
+# --- 8.2 env throughput -----------------------------------------------------------------------------
+
+ENV_STYLES = {"vec": "o-", "vmap": "s--", "subproc": "D-", "single": "^"}
+
+
+def plot_env_throughput(env: pd.DataFrame, ax) -> None:
+    """Env-steps/s against sub-envs for each kind of env of a ``bench env`` frame, on ``ax`` (log-log),
+    titled with its stocks, CPU cores, torch threads and date."""
+    for kind, marker in ENV_STYLES.items():
+        part = env[env["env"] == kind].sort_values("num_envs")
+        if len(part):
+            ax.plot(part["num_envs"], part["env_steps_per_s"], marker, label=kind)
+    first = env.iloc[0]
+    ax.set(xscale="log", yscale="log", xlabel="sub-envs (accounts)", ylabel="env-steps / s",
+           title=f"Env throughput on a CPU: {first['stocks']} stocks, {first['cpu_count']} cores, "
+                 f"{first['threads']} torch thread ({str(first['date'])[:10]})")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend()
+
+
+def batched_vs_subprocess(env: pd.DataFrame) -> pd.DataFrame:
+    """At every number of accounts both ran in one ``bench env`` frame: the batched env's and the
+    subprocess VecEnv's env-steps/s and their ratio (like with like: the same accounts)."""
+    rates = env.set_index(["env", "num_envs"])["env_steps_per_s"]
+    same = sorted(set(rates["subproc"].index) & set(rates["vec"].index))
+    return pd.DataFrame({"batched env": [rates["vec"][n] for n in same],
+                         "subprocess VecEnv": [rates["subproc"][n] for n in same],
+                         "batched ÷ subprocess": [rates["vec"][n] / rates["subproc"][n] for n in same]},
+                        index=pd.Index(same, name="accounts"))
+
+
+def quiet_two_accounts(scale_records: Iterable[dict]) -> float:
+    """The batched env's env-steps/s ÷ the subprocess VecEnv's at 2 accounts in a ``bench scale`` record."""
+    from .scale import speedups  # the same function as chapters 4-6
+
+    table = speedups(list(scale_records), key="env_steps_per_s", baseline="subproc ×2", layouts=["vec"])
+    return float(table.loc["vec 2", "speed-up"])
+
+
+ENV_NAMES = {"vec": "the batched env", "vmap": "the vmap env", "subproc": "the subprocess VecEnv",
+             "single": "the single env"}
+
+
+def env_words(env: pd.DataFrame, scale_records: Iterable[dict]) -> object:
+    """What 8.2's records say, as Markdown: the fastest env, the batched env against the subprocess
+    VecEnv at the same accounts (`batched_vs_subprocess`), and the same pair at 2 accounts in the scale
+    record (another run)."""
+    best = env.loc[env["env_steps_per_s"].idxmax()]
+    pair = batched_vs_subprocess(env)
+    ratio = pair["batched ÷ subprocess"]
+    same = (f"{ratio.iloc[0]:.1f}×" if len(ratio) == 1 else f"{ratio.min():.1f}× to {ratio.max():.1f}×")
+    return _markdown(
+        f"* The fastest: {ENV_NAMES.get(best['env'], best['env'])} (`{best['env']}`) with "
+        f"{int(best['num_envs']):,} accounts, {best['env_steps_per_s']:,.0f} env-steps/s.\n"
+        f"* At the same number of accounts ({', '.join(map(str, pair.index))}), the batched env ran {same} the "
+        "env-steps/s of the subprocess VecEnv.\n"
+        f"* Another run, 8.4's record, at 2 accounts: the batched env ran {quiet_two_accounts(scale_records):.1f}× "
+        "the env-steps/s of the subprocess VecEnv.")
+
+
+def env_note(env_records: Sequence[dict], scale_records: Sequence[dict]) -> MethodNote:
+    """8.2's method: the two records, their dates and how they were timed."""
+    first = env_records[0]
+    return how_measured([
+        f"`bench_env.jsonl`, {_date(env_records)}: random actions, each size timed for a few seconds "
+        f"on {first['cpu_count']} CPU cores with {first['threads']} torch thread; no load average recorded.",
+        f"The 2-account ratio comes from `{SCALE_RECORD}` ({_date(scale_records)}), measured on a quiet "
+        "machine in another run (8.4): compare a ratio only with one at the same accounts from the same run.",
+        "Chapter 6 measures the same pair live while the book builds, so its ratio carries that day's load.",
+    ])
+
+
+# --- 8.3 the training loop --------------------------------------------------------------------------
+
+def loop_rows(train: pd.DataFrame, stocks: int = 15) -> pd.DataFrame:
+    """The ``bench train`` rows at ``stocks`` stocks that are not in pairs (a pair, marked by its
+    ``note``, compares two versions of the package's code under one load: read against each other only)."""
+    paired = train["note"].notna() if "note" in train else pd.Series(False, index=train.index)
+    return train[(train["stocks"] == stocks) & ~paired]
+
+
+def loop_table(loop: pd.DataFrame) -> pd.DataFrame:
+    """Samples/s of the whole loop and rollout env-steps/s by sub-envs (rows) and algorithm."""
+    return loop.pivot_table(index="num_envs", columns="algo", values=["samples_per_s", "rollout_env_steps_per_s"])
+
+
+def plot_loop(loop: pd.DataFrame, env: pd.DataFrame, ax) -> None:
+    """The whole loop's samples/s and the rollout's env-steps/s of PPO and A2C against sub-envs, with the
+    bare batched env of 8.2 in grey, on ``ax`` (log-log)."""
+    for algo, color in (("ppo", "tab:blue"), ("a2c", "tab:red")):
+        part = loop[loop["algo"] == algo].sort_values("num_envs")
+        ax.plot(part["num_envs"], part["samples_per_s"], "o-", color=color, label=f"{algo.upper()}: whole loop")
+        ax.plot(part["num_envs"], part["rollout_env_steps_per_s"], "o:", color=color, alpha=0.6,
+                label=f"{algo.upper()}: rollout only")
+    vec = env[env["env"] == "vec"].sort_values("num_envs")
+    ax.plot(vec["num_envs"], vec["env_steps_per_s"], color="grey", linewidth=1, label="env alone (8.2)")
+    ax.set(xscale="log", yscale="log", xlabel="sub-envs", ylabel="per second",
+           title=f"From env-steps to training samples, CPU ({loop['stocks'].iloc[0]} stocks)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize="small")
+
+
+def loop_cost_reading(scale_records: Iterable[dict]) -> dict:
+    """From the rows of a ``bench scale`` record that measured the bare env, its rollout and PPO's whole
+    loop together (`rollout_share_table`): the largest such size, the update's share of an iteration
+    there, the rollout's rate as a share of the bare env's, and the load averages of those rows."""
+    records = list(scale_records)
+    shares = rollout_share_table(records)
+    largest = int(shares.index.max())
+    loads = [r["loadavg"][0] for r in records if r["layout"] == "vec" and "samples_per_s" in r]
+    return {"largest": largest, "update_share": float(shares.loc[largest, "update's share of the loop"]),
+            "rollout_share": float(shares.loc[largest, "rollout ÷ bare env"]), "loads": loads,
+            "cores": records[0]["cpu_count"]}
+
+
+def update_shares(loop: pd.DataFrame) -> pd.Series:
+    """The update's share of a whole-loop iteration at the largest size of each algorithm's ``bench
+    train`` rows: ``1 - samples/s ÷ rollout env-steps/s``."""
+    largest = loop[loop["num_envs"] == loop["num_envs"].max()].set_index("algo")
+    return 1 - largest["samples_per_s"] / largest["rollout_env_steps_per_s"]
+
+
+def loop_cost_words(scale_records: Iterable[dict], loop: pd.DataFrame) -> object:
+    """8.3's reading as Markdown: where PPO's iteration goes at the largest size the scale record
+    measured the three rates together, and the update's share in ``bench train``'s rows."""
+    reading = loop_cost_reading(scale_records)
+    shares = update_shares(loop)
+    bottleneck = ("the networks, not the market simulation, are the bottleneck once the env is batched"
+                  if reading["rollout_share"] < 0.5 else "the market simulation is still a large part of the time")
+    return _markdown(
+        f"* At {reading['largest']:,} envs PPO's update takes **{reading['update_share']:.0%}** of an iteration, "
+        f"and the rollout runs at {reading['rollout_share']:.0%} of the bare env's rate: {bottleneck}.\n"
+        f"* The `bench train` rows (another day, read for their shape) agree: at {int(loop['num_envs'].max()):,} envs "
+        "the update takes " + " and ".join(f"{share:.0%} of {algo.upper()}'s iteration"
+                                           for algo, share in shares.items()) + ".")
+
+
+def loop_note(train: pd.DataFrame, loop: pd.DataFrame, scale_records: Sequence[dict]) -> MethodNote:
+    """8.3's method: which ``bench train`` rows are read and which left out (and why), and the load of
+    the scale record's rows."""
+    left_out = train.drop(loop.index)
+    reading = loop_cost_reading(scale_records)
+    items = [f"`bench_train.jsonl`: {len(loop)} rows at {loop['stocks'].iloc[0]} stocks "
+             f"({_date(loop.to_dict('records'))}), "
+             "from the two `bench train` commands of the chapter's opening; "
+             + ("no load average recorded." if "loadavg_before" not in loop or loop["loadavg_before"].isna().all()
+                else "load average recorded.")]
+    if len(left_out):
+        loads = pd.concat([left_out["loadavg_before"], left_out["loadavg_after"]]).str[0]
+        items.append(f"Left out: {len(left_out)} rows at {', '.join(map(str, sorted(set(left_out['stocks']))))} "
+                     f"stocks. They come in pairs: one command run twice, back to back, on "
+                     f"{left_out['code'].nunique()} versions of the package's code (before and after one change of "
+                     f"its stockwise network), at load average {loads.min():.1f}–{loads.max():.1f} on "
+                     f"{left_out['cpu_count'].iloc[0]} cores. A pair is read against itself only.")
+    items.append(f"The update's share comes from `{SCALE_RECORD}` ({_date(scale_records)}), which measured the bare "
+                 f"env, the rollout and the whole loop together at each size, at load average "
+                 f"{min(reading['loads']):.1f}–{max(reading['loads']):.1f} on {reading['cores']} cores.")
+    return how_measured(items)
+
+
+# --- 8.4 scale-out layouts --------------------------------------------------------------------------
+
+def optimiser_steps(scale: pd.DataFrame, scale_records: Iterable[dict], label: str) -> tuple[int, int]:
+    """Optimiser steps per iteration of the layout ``label`` of `speedups` table ``scale``, and the samples
+    behind each step (DDP: all ranks together), from the samples per iteration its record holds and
+    PPOConfig's defaults (``bench scale`` trains every layout with them)."""
+    from .. import make_config  # the package's own config: what bench scale ran
+
+    samples = phase_table(list(scale_records))["samples"]
+    defaults = make_config("ppo")
+    ranks = int(scale.loc[label, "processes"]) if scale.loc[label, "layout"] == "ddp" else 1
+    per_rank = make_config("ppo", num_envs=int(samples[label]) // ranks // defaults.horizon_len)
+    return per_rank.repeat_times * per_rank.num_minibatches, min(per_rank.batch_size, per_rank.rollout_size) * ranks
+
+
+def other_update(scale: pd.DataFrame, scale_records: Iterable[dict], label: str) -> str:
+    """How the layout ``label``'s optimiser steps differ from the baseline's where it steps on larger
+    minibatches (DDP: each step averages the ranks' minibatches, chapter 5.5); ``""`` where its minibatch
+    is the baseline's."""
+    records = list(scale_records)
+    (steps, size) = optimiser_steps(scale, records, label)
+    (base_steps, base_size) = optimiser_steps(scale, records, scale["baseline"].iloc[0])
+    return "" if size == base_size else (
+        f"{steps} optimiser steps of {size:,} samples per iteration against the baseline's {base_steps} of "
+        f"{base_size:,}, so it compares two minibatch sizes as well as one process with "
+        f"{int(scale.loc[label, 'processes'])}, as chapter 5.5 explains")
+
+
+def scale_title(scale: pd.DataFrame, scale_records: Sequence[dict]) -> str:
+    """The title of 8.4's figure: the device and the rounds behind each median."""
+    first = scale_records[0]
+    return (f"Training samples/s by layout, CPU: {first['cpu_count']} cores ({_date(scale_records)}), "
+            f"median of {int(scale['repeats'].max())} rounds")
+
+
+SHORT_VERDICTS = {"faster": "faster in every round", "slower": "slower in every round"}
+
+
+def scale_table(scale: pd.DataFrame, scale_records: Iterable[dict]) -> pd.DataFrame:
+    """8.4's table: for every configuration of ``scale`` (`speedups`), its samples/s, its speed-up against
+    the table's baseline (the fastest in-process trainer), the range of the round-by-round ratios, the
+    verdict (`speed_verdict`: a tie only inside the tie margin) and its optimiser steps × minibatch."""
+    records = list(scale_records)
+    base = scale["baseline"].iloc[0]
+    rows = {}
+    for label, row in scale.iterrows():
+        steps, size = optimiser_steps(scale, records, label)
+        rows[label] = {"samples / s": row["median"], "× baseline": row["speed-up"],
+                       "rounds": "" if label == base else f"{row['rounds min']:.2f}–{row['rounds max']:.2f}×",
+                       "verdict": "the baseline" if label == base
+                       else SHORT_VERDICTS.get(row["verdict"], row["verdict"]),
+                       "optimiser steps × minibatch": f"{steps} × {size:,}"}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def scale_words(scale: pd.DataFrame, scale_records: Iterable[dict]) -> object:
+    """8.4's reading as Markdown: the configurations grouped by their verdict against the fastest
+    in-process trainer (faster, a tie, inconclusive, slower), each speed-up with its baseline named, and
+    the different update of any layout that steps on larger minibatches."""
+    records = list(scale_records)
+    base = scale["baseline"].iloc[0]
+    others = scale.drop(index=base)
+    margin = float(scale["margin"].iloc[0])
+    groups = {"faster": "**Faster in every round**", "tie": f"**A tie** (every round within ±{100 * margin:g} %)",
+              "inconclusive": f"**Inconclusive** (rounds on both sides of 1, reaching past the ±{100 * margin:g} % "
+                              "tie margin)", "slower": "**Slower in every round**"}
+    lines = [f"Against the baseline, the **{base}** (the fastest single-process configuration):"]
+    for verdict, heading in groups.items():
+        part = others[others["verdict"] == verdict]
+        if len(part):
+            lines.append(f"* {heading}: " + "; ".join(f"{label}, {row['speed-up']:.2f}× its samples/s"
+                                                      for label, row in part.iterrows()) + ".")
+    ties = others[others["verdict"] == "tie"]
+    if ties.empty:
+        lines.append(f"* No configuration ties with it: no one's rounds all lie within ±{100 * margin:g} %.")
+    for label in others.index:
+        different = other_update(scale, records, label)
+        if different:
+            lines.append(f"* {label} does not run the same update: {different}.")
+    return _markdown("\n".join(lines))
+
+
+def scale_note(scale: pd.DataFrame, scale_records: Sequence[dict]) -> MethodNote:
+    """8.4's method: the record, the interleaved rounds, the loads, the command and the loaded twin."""
+    first = scale_records[0]
+    return how_measured([
+        f"`{SCALE_RECORD}` ({_date(scale_records)}): every layout of chapters 4-6 in one run on one machine, "
+        f"{first['cpu_count']} CPU cores, {first['threads']} torch thread per process unless a label says more.",
+        f"{int(scale['repeats'].max())} interleaved rounds: every configuration runs once per round, so a busy "
+        "spell of the machine hits all of them alike; round *i* of a configuration is divided by round *i* of the "
+        "baseline, and the verdict reads those ratios.",
+        f"Load average while the rounds ran: {scale['load min'].min():.1f}–{scale['load max'].max():.1f} on "
+        f"{first['cpu_count']} cores (its own processes included): a quiet machine.",
+        "The same command under heavy load is kept as `bench_scale.jsonl`, to show what load does; chapter 4.5 "
+        "reads it.",
+        f"Command: `{reader_command(first['command'])}`.",
+    ])
+
+
+WORKERS_MODEL = "workers, update on 2 threads (default)"
+DDP_MODEL = "DDP ranks"
+
+
+def cost_models(scale_records: Iterable[dict]) -> dict:
+    """The two cost models of chapters 4 and 5, fitted to the phases of one and two processes:
+    ``{WORKERS_MODEL: ..., DDP_MODEL: ...}`` (`fit_cost_model`)."""
+    records = list(scale_records)
+    return {WORKERS_MODEL: fit_cost_model(records, "workers", learner_threads=2),
+            DDP_MODEL: fit_cost_model(records, "ddp")}
+
+
+def plot_cost_models(models: dict, scale: pd.DataFrame, ax) -> None:
+    """The models' speed-ups against the fastest in-process trainer of ``scale`` from 1 to 16 processes,
+    with the measured points (`plot_projection`), on ``ax``."""
+    base = scale["baseline"].iloc[0]
+    measured = {WORKERS_MODEL: measured_points(scale, "workers", threads=2), DDP_MODEL: measured_points(scale, "ddp")}
+    plot_projection(models, float(scale.loc[base, "median"]), measured, ax,
+                    f"Cost models, measured at 1-2 processes, projected to 16 (against the {base})")
+
+
+PROJECTION_FORMATS = {"serial fraction": "{:.0%}", "overhead per added process (s)": "{:+.2f}",
+                      "overhead, share of one process": "{:+.0%}",
+                      "projected at 16: × the fastest in-process trainer": "{:.2f}×"}
+"""How `projection_table`'s columns print (at its default of 16 processes)."""
+
+
+def projection_table(models: dict, scale: pd.DataFrame, processes: int = 16) -> pd.DataFrame:
+    """Each model's three numbers in words a reader can compare (the share of one process's iteration
+    more processes do not split, the seconds each added process adds and their share of one process's
+    iteration) and its projected speed-up at ``processes`` against the fastest in-process trainer."""
+    base = float(scale.loc[scale["baseline"].iloc[0], "median"])
+    column = f"projected at {processes}: × the fastest in-process trainer"
+    return pd.DataFrame({name: {"serial fraction": model.serial_fraction,
+                                "overhead per added process (s)": model.overhead,
+                                "overhead, share of one process": model.overhead_fraction,
+                                column: float(project(model, (processes,), baseline=base).loc[processes, "speed-up"])}
+                         for name, model in models.items()}).T
+
+
+# --- 8.5 GPU ------------------------------------------------------------------------------------------
+
+GPU_NAMES = {"elegantrl_StockTradingVecEnv": "ElegantRL's StockTradingVecEnv", "ref_batched_env": "rule-free env",
+             "ref_batched_env+mlp2x256": "rule-free env + 2×256 MLP"}
+
+
+def anchor(anchors: Sequence[dict], num_envs: int = 4096) -> dict:
+    """The cited GPU measurement of an anchors record: ElegantRL's ``StockTradingVecEnv`` at ``num_envs``
+    envs, with the record's date, device, ElegantRL commit (from the record's description) and method."""
+    meta = anchors[0]["meta"]
+    row = next(r for r in anchors if r.get("bench") == "elegantrl_StockTradingVecEnv" and r["num_envs"] == num_envs)
+    commit = re.search(r"HEAD ([0-9a-f]{7,40})", meta["what"])
+    return {"env_steps_per_s": float(row["env_steps_per_s"]), "num_envs": int(row["num_envs"]),
+            "stocks": int(row["stocks"]), "date": meta["date"], "device": meta["device"],
+            "commit": commit.group(1) if commit else "not recorded", "method": meta["method"],
+            "gpu": anchors[1].get("machine", {}).get("gpu") or meta["device"].split(",")[0],
+            "source": anchors[1].get("source", "")}
+
+
+def gpu_frame(names: Sequence[str]) -> pd.DataFrame:
+    """This package's own GPU records (``bench gpu --out``, the files ``names``), one row per record with
+    its file name; an empty frame where there are none."""
+    return pd.DataFrame([dict(r, file=name) for name in names for r in read_records(name)])
+
+
+def graph_replay_checks(gpu: pd.DataFrame) -> dict:
+    """``{file: ok}`` of the graph-replay checks in ``gpu`` (`gpu_frame`): a replayed CUDA graph gives the
+    eager accounts bit for bit; empty where there is no GPU record."""
+    if gpu.empty or "bench" not in gpu:
+        return {}
+    checks = gpu[gpu["bench"] == "gpu"]
+    return dict(zip(checks["file"], checks["ok"].astype(bool)))
+
+
+def gpu_words(anchors: Sequence[dict], gpu: pd.DataFrame) -> object:
+    """8.5's reading as Markdown: the cited H200 measurement of ElegantRL's env with its date, device,
+    commit and method, and what this package has measured on a GPU (nothing, or its records' figures;
+    a ratio to the cited figure only where a record ran on the same GPU)."""
+    cited = anchor(anchors)
+    lines = [f"* **Cited, measured on a GPU:** ElegantRL's `StockTradingVecEnv`, {cited['num_envs']:,} envs × "
+             f"{cited['stocks']} stocks, ran **{cited['env_steps_per_s']:,.0f} env-steps/s** on one {cited['gpu']} "
+             f"({cited['date']}, ElegantRL commit `{cited['commit']}`; method: {cited['method']})."]
+    if gpu.empty:
+        lines.append("* **This package's env and trainer: no GPU measurement.** Every figure of this package in "
+                     "this chapter is a CPU figure, so no ratio to the GPU figure above is stated.")
+        return _markdown("\n".join(lines))
+    devices = set(gpu["gpu"].dropna()) if "gpu" in gpu else set()
+    if any(device in cited["device"] for device in devices):  # the same GPU: a ratio is like with like
+        lines += [f"* This package, on the same GPU: {line}" for line in gpu_summary(gpu, cited["env_steps_per_s"])]
+    else:
+        sweep = gpu[(gpu["bench"] == "env") & gpu["env_steps_per_s"].notna()]
+        lines.append(f"* This package's env on {', '.join(sorted(devices)) or 'a GPU'} (another device than the "
+                     f"cited figure, so no ratio): best {sweep['env_steps_per_s'].max():,.0f} env-steps/s.")
+    return _markdown("\n".join(lines))
+
+
+def plot_gpu_throughput(anchors: Sequence[dict], gpu: pd.DataFrame, ax) -> None:
+    """GPU measurements only, on ``ax``: the H200 curves of the anchors record at 15 stocks (dashed:
+    other programs) and this package's GPU records where there are any (solid)."""
+    rows = pd.DataFrame([r for r in anchors if r.get("stocks") == 15 and "num_envs" in r and "env_steps_per_s" in r])
+    for (bench, graph), part in rows.groupby(["bench", "graph"], dropna=False):
+        part = part.sort_values("num_envs")
+        how = "" if pd.isna(graph) else (", CUDA graph" if graph else ", eager")
+        ax.plot(part["num_envs"], part["env_steps_per_s"], "s--", alpha=0.7,
+                label=f"{GPU_NAMES.get(bench, bench)}{how}")
+    if not gpu.empty:
+        sweep = gpu[(gpu["bench"] == "env") & gpu["env_steps_per_s"].notna()]
+        for (name, mode), part in sweep.groupby(["file", "mode"]):
+            part = part.sort_values("num_envs")
+            ax.plot(part["num_envs"], part["env_steps_per_s"], "o-", linewidth=2,
+                    label=f"this package: {mode} ({name})")
+    date = anchors[0]["meta"]["date"]
+    ax.set(xscale="log", yscale="log", xlabel="sub-envs (15 stocks)", ylabel="env-steps / s",
+           title=f"GPU env throughput, dashed: other programs on one NVIDIA H200 ({date})"
+                 + ("" if not gpu.empty else "; this package's env has no GPU record"))
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize="x-small")
+
+
+def gpu_note(anchors: Sequence[dict]) -> MethodNote:
+    """8.5's method: where the cited figure comes from, what the anchors record holds, and the command
+    that would give this package's own GPU record."""
+    cited = anchor(anchors)
+    return how_measured([
+        f"`anchors_elegantrl_h200.jsonl` ({cited['date']}, {cited['device']}): {anchors[0]['meta']['what']}.",
+        f"Method (the record's first line): {cited['method']}.",
+        f"Source: {cited['source']}.",
+        "This package's own GPU record would come from `python -m finrl_tutorial bench gpu --out "
+        "book/data/gpu_<name>.json` on a machine with a CUDA GPU; the figure draws every such record.",
+    ])
+
+
+# --- 8.6 and 8.7 results over several seeds -------------------------------------------------------------
+
+def validation_curves(report: dict, run_folder) -> dict:
+    """``{"validation Sharpe": frame}``: each seed's validation Sharpe by env-steps (one column per seed),
+    from the ``log.csv`` files `run_experiment` wrote under ``run_folder``."""
+    from pathlib import Path
+
+    logs = {seed: pd.read_csv(Path(run_folder) / f"seed_{seed}" / "log.csv") for seed in report["seeds"]}
+    return {"validation Sharpe": pd.DataFrame({seed: log.set_index("env_steps")["valid/sharpe_ratio"].dropna()
+                                               for seed, log in logs.items()})}
+
+
+def plot_validation_band(report: dict, run_folder, prepared) -> object:
+    """The seeds' validation Sharpe as a mean ± std band (`finrl_tutorial.plot_band`), with buy-and-hold's
+    validation Sharpe and 0 drawn; the axis spans at least one Sharpe unit, so that a drift inside the
+    seeds' noise does not read as a trend. Returns the Figure."""
+    from .. import EnvConfig, buy_and_hold_baseline, plot_band
+
+    figure = plot_band(validation_curves(report, run_folder), x="env steps",
+                       ylabel="validation Sharpe (2018), mean ± std over seeds")
+    axis = figure.axes[0]
+    hold = buy_and_hold_baseline(prepared.valid, EnvConfig()).metrics()["sharpe_ratio"]
+    axis.axhline(hold, color="tab:orange", linestyle=":", label=f"buy-and-hold, validation year ({hold:.2f})")
+    axis.axhline(0, color="grey", linewidth=0.8)
+    axis.legend(loc="best")
+    low, high = axis.get_ylim()
+    middle = (low + high) / 2
+    axis.set_ylim(min(low, middle - 0.5), max(high, middle + 0.5))
+    return figure
+
+
+def plot_per_seed(report: dict, axes, title: str = "") -> None:
+    """One bar per seed of the test-year cumulative return, Sharpe and max drawdown on the three ``axes``,
+    with the seeds' mean (dashed) and equal-weight buy-and-hold (orange)."""
+    per_seed = pd.DataFrame(report["agent_per_seed"]).T[["cumulative_return", "sharpe_ratio", "max_drawdown"]]
+    hold = report["baselines"]["equal_weight_buy_and_hold"]
+    for ax, column in zip(axes, per_seed.columns):
+        ax.bar([f"seed {s}" for s in per_seed.index], per_seed[column], color="tab:blue", alpha=0.8)
+        ax.axhline(per_seed[column].mean(), color="tab:blue", linestyle="--", label="agent mean")
+        ax.axhline(hold[column], color="tab:orange", label="buy-and-hold")
+        ax.set_title(column.replace("_", " "))
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend(fontsize="small")
+    if title:
+        axes[0].figure.suptitle(title)
+
+
+def _seed_sharpes(report: dict) -> list[float]:
+    rows = report["agent_per_seed"]
+    return [row["sharpe_ratio"] for row in (rows.values() if isinstance(rows, dict) else rows)]
+
+
+def _versus_line(report: dict, margin: float | None = None) -> str:
+    """The bootstrap verdict against buy-and-hold, recomputed from the stored interval (`stored_verdict`)."""
+    versus = report["sharpe_vs_buy_and_hold"]
+    margin = versus.get("margin", TIE_MARGIN) if margin is None else margin
+    verdict = stored_verdict(versus, margin)
+    reason = verdict_reason(verdict, margin, versus["low"], versus["high"])
+    return (f"Sharpe difference {versus['difference']:+.2f}, 95 % paired block-bootstrap interval "
+            f"[{versus['low']:+.2f}, {versus['high']:+.2f}]: **{verdict}** ({reason})")
+
+
+def seed_words(report: dict) -> object:
+    """8.6's reading of a multi-seed report as Markdown: the agent's test Sharpe against buy-and-hold with
+    the standard error of the mean over seeds, and the bootstrap verdict (which also counts the luck of
+    the test days)."""
+    mean, std = report["agent"]["sharpe_ratio"], report["agent_std"]["sharpe_ratio"]
+    hold = report["baselines"]["equal_weight_buy_and_hold"]["sharpe_ratio"]
+    seeds = len(report["seeds"])
+    error = std / seeds ** 0.5
+    gap = mean - hold
+    spread = (f"a gap of {gap:+.2f}, {abs(gap) / error:.1f} standard errors of the mean over seeds "
+              f"(standard error {error:.2f})" if error >= 0.01 else
+              f"a gap of {gap:+.2f}; the seeds barely differ (a short run leaves every seed's policy near where it "
+              "started), so their spread is no yardstick here: the bootstrap interval of the next line is")
+    return _markdown(
+        f"* Test Sharpe: agent {mean:.2f} ± {std:.2f} over {seeds} seeds, buy-and-hold {hold:.2f}: {spread}.\n"
+        f"* Against buy-and-hold, counting the luck of the test days too: {_versus_line(report)}.")
+
+
+def untrained_reading(report: dict) -> dict:
+    """The untrained agent's test Sharpe, the number of seeds at or below it and the seeds."""
+    untrained = report["baselines"]["untrained_agent"]["sharpe_ratio"]
+    seeds = _seed_sharpes(report)
+    return {"untrained": untrained, "at_or_below": sum(value <= untrained + 1e-9 for value in seeds), "seeds": seeds}
+
+
+def full_run_words(report: dict) -> object:
+    """8.7's reading of a committed full-size ``report.json`` as Markdown: what was trained, the
+    bootstrap verdict against buy-and-hold, the seeds against the untrained agent, the baselines within
+    one seed-std of the agent and the sign of the validation Sharpe."""
+    cfg = report["config"]
+    agent, std = report["agent"]["sharpe_ratio"], report["agent_std"]["sharpe_ratio"]
+    untrained = untrained_reading(report)
+    within = [name for name, row in report["baselines"].items()
+              if name != "equal_weight_buy_and_hold" and abs(row["sharpe_ratio"] - agent) <= std]
+    lines = [f"* **Trained:** {cfg['algo'].upper()}, {len(report['seeds'])} seeds × {cfg['total_steps']:,} env-steps "
+             f"each; tested on {report['data']['test'][0]} .. {report['data']['test'][1]}.",
+             f"* **Against equal-weight buy-and-hold:** {_versus_line(report)}.",
+             f"* **Against the untrained agent** (the same network before any update, test Sharpe "
+             f"{untrained['untrained']:.2f}): {untrained['at_or_below']} of {len(untrained['seeds'])} seeds end at or "
+             f"below it, and the seeds' mean, {agent:.2f}, lies "
+             + ("below" if agent < untrained["untrained"] else "above") + " it."]
+    if within:
+        lines.append(f"* Within one seed-std of the agent's test Sharpe: {', '.join(within)}.")
+    valid = report.get("valid_sharpe_per_seed")
+    if valid:
+        values = list(valid.values()) if isinstance(valid, dict) else list(valid)
+        sign = ("negative for every seed" if max(values) < 0 else "positive for every seed" if min(values) > 0
+                else "of both signs across seeds")
+        lines.append(f"* Validation Sharpe, the year that chose each checkpoint: {sign}.")
+    return _markdown("\n".join(lines))
+
+
+def full_run_note(name: str, report: dict) -> MethodNote:
+    """8.7's method: the record, its machine, its wall time and its command."""
+    machine = report["machine"]
+    return how_measured([
+        f"`{name}`: written by `run_experiment` (`python -m finrl_tutorial train --seeds K`).",
+        f"{report['env_steps']:,} env-steps in {report['wall_seconds']:,.0f} s on {machine['cpu_count']} CPU cores, "
+        f"torch {machine['torch']}, {report['config']['num_envs']} envs; finished {machine['date']}.",
+        f"Command: `{report.get('command', 'not recorded')}`.",
+    ])
+
+
+# --- 8.8 peers ------------------------------------------------------------------------------------------
+
+def peers_words(peer_records: Sequence[dict]) -> object:
+    """Where and with what the peers were measured, as Markdown: one run, its date, CPU cores and torch
+    threads, and the peers' installed versions."""
+    summary = peer_summary(peer_records)
+    first = peer_records[0]
+    versions = summary["versions"]
+    installed = ", ".join(f"{name} {versions.get(name) or 'not installed'}"
+                          for name in ("finrl", "elegantrl", "stable-baselines3"))
+    return _markdown(f"One run on {summary['date'][:10]}, on a CPU ({first['cpu_count']} cores, {first['threads']} "
+                     f"torch thread), {summary['stocks']} stock columns; the peers were imported from their installed "
+                     f"packages: {installed}.")
+
+
+def peers_note(peer_records: Sequence[dict], peers: pd.DataFrame) -> MethodNote:
+    """8.8's method: the record, its data, command, every version, the spread of the timings and the
+    peers that could not run."""
+    summary = peer_summary(peer_records)
+    items = [f"`bench_peers.jsonl` ({summary['date'][:16].replace('T', ' ')} UTC): data {summary['data']}.",
+             "Each figure is the median of several timings taken in rounds (every measurement once per round), so "
+             "that a busy spell of the machine hits all of them alike; a ratio's rounds divide round *i* by round *i*.",
+             f"Spread of the single timings, (max − min) / median: {peers['spread'].min():.0%} .. "
+             f"{peers['spread'].max():.0%}.",
+             "Versions: " + ", ".join(f"{name} {version or 'not installed'}"
+                                      for name, version in summary["versions"].items()) + ".",
+             f"Command: `{reader_command(summary['command'])}`."]
+    items += [f"Not measured here: {name}: {reason}" for name, reason in summary["skipped"].items()]
+    return how_measured(items)
+
+
+def peer_reading(row: pd.Series, margin: float = SPEED_TIE_MARGIN) -> str:
+    """The verdict as the chapter words it: a ``faster`` (or ``slower``) whose ratio of medians lies
+    within the tie margin of 1 is not called so."""
+    if row["verdict"] in ("faster", "slower") and abs(row["ratio of medians"] - 1) <= margin:
+        side = "above" if row["verdict"] == "faster" else "below"
+        return f"{side} 1 in every round, median within ±{100 * margin:g} %"
+    return row["verdict"]
+
+
+def peer_verdicts(peer_records: Iterable[dict], margin: float = SPEED_TIE_MARGIN) -> pd.DataFrame:
+    """`peer_comparisons` (every like-with-like ratio of a ``bench peers`` record, named "X ÷ baseline")
+    with a ``reading`` column: the verdict as the chapter words it (`peer_reading`)."""
+    comparisons = peer_comparisons(peer_records, margin)
+    return comparisons.assign(reading=comparisons.apply(peer_reading, axis=1, margin=margin))
+
+
+def peer_ratio_words(comparisons: pd.DataFrame, label: str, margin: float = SPEED_TIE_MARGIN,
+                     rounds: bool = True) -> str:
+    """One ratio of `peer_verdicts` in words: ``"3.68× (round by round 3.50×–3.86×: faster in every
+    round)"`` (``rounds=False``: ``"3.68× (faster in every round)"``, the table gives the rounds). A
+    ratio above 1 in every round whose median lies within the tie margin always shows its rounds, says
+    so and is not called faster."""
+    row = comparisons.loc[label]
+    span = f"round by round {times(row['round by round: min'])}–{times(row['max'])}"
+    reading = peer_reading(row, margin)
+    if reading != row["verdict"]:
+        return f"{times(row['ratio of medians'])} ({span}: {reading} of 1, so not called {row['verdict']})"
+    words = speed_verdict_words(row["verdict"], margin)
+    ratio = times(row["ratio of medians"])
+    return f"{ratio} ({span}: {words})" if rounds else f"{ratio} ({words})"
+
+
+def _listed(items: Sequence[str]) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _ratios_words(comparisons: pd.DataFrame, labels: Sequence[str],
+                  margin: float = SPEED_TIE_MARGIN) -> tuple[str, str]:
+    """(the ratios of ``labels`` listed, what their rounds say): one verdict for all where every one
+    reads the same and none is a within-the-margin case; else each ratio with its own words."""
+    rows = comparisons.loc[list(labels)]
+    readings = {peer_reading(row, margin) for _, row in rows.iterrows()}
+    if len(readings) == 1 and readings <= set(rows["verdict"]):
+        verdict = speed_verdict_words(rows["verdict"].iloc[0], margin)
+        return _listed([times(v) for v in rows["ratio of medians"]]), f"{verdict} at each count"
+    return _listed([peer_ratio_words(comparisons, label, margin, rounds=False) for label in labels]), ""
+
+
+def _accounts(label: str) -> str:
+    return label.split("(")[1].split(")")[0]
+
+
+def peer_notes(peer_records: Sequence[dict]) -> list[str]:
+    """`peer_target_lines` without the record's own goals (the ``*_vs_*`` targets): where ElegantRL ran,
+    where FinRL was imported from, the peers that were skipped."""
+    return [line for line in peer_target_lines(peer_records) if not line.startswith("* `") or "_vs_" not in line]
+
+
+def peer_words(peer_records: Sequence[dict], comparisons: pd.DataFrame) -> object:
+    """8.8's env ratios as Markdown, like with like: one account each, the same number of accounts batched,
+    and what batching adds within each library, each ratio with its baseline and its verdict (the rounds
+    are in the table), then `peer_notes`."""
+    same = comparisons[comparisons["compares"] == "same accounts"]
+    single = same[same["accounts"] == 1].index[0]
+    batched = same[same["accounts"] != 1]
+    ours = comparisons[comparisons["compares"] == "batching, ours"]
+    elegant = comparisons[comparisons["compares"] == "batching, ElegantRL"]
+    elegant_name = next(r["env"].rsplit(".", 1)[-1] for r in peer_records if r.get("measurement") == "elegantrl_env")
+    counts = _listed([f"{int(n):,}" for n in batched["accounts"]])
+    batched_ratios, batched_verdict = _ratios_words(comparisons, batched.index)
+    ours_ratios, ours_verdict = _ratios_words(comparisons, ours.index)
+    lines = [
+        f"* **One account each:** our single env ran {peer_ratio_words(comparisons, single, rounds=False)} the "
+        "env-steps/s of FinRL's `StockTradingEnv`.",
+        f"* **The same number of accounts, batched:** at {counts} accounts our batched env ran {batched_ratios} the "
+        f"env-steps/s of ElegantRL's {elegant_name} at the same count" + (f", {batched_verdict}" if batched_verdict
+                                                                          else "") + ".",
+        f"* **What batching adds, each library against itself:** our batched env ran {ours_ratios} the env-steps/s of "
+        f"our single env, at {_listed([_accounts(label) for label in ours.index])} accounts"
+        + (f" ({ours_verdict})" if ours_verdict else "") + f"; ElegantRL's {elegant_name} ran "
+        + _listed([times(v) for v in elegant["ratio of medians"]]) + " its own rate at 64 accounts, at "
+        + _listed([_accounts(label) for label in elegant.index]) + ". That is a change of layout, not of library, "
+        "so no ratio here sets one library's batched env against another's single one.",
+    ]
+    return _markdown("\n".join(lines + peer_notes(peer_records)))
+
+
+def plot_peers(peer_records: Sequence[dict], comparisons: pd.DataFrame, fig) -> None:
+    """Two panels on ``fig`` (subfigures, so the long bar labels take no width from the panel above):
+    env-steps/s of every env by accounts with the rounds' range, and the like-with-like ratios (blue:
+    same accounts, grey: batching within our env) with their round-by-round whiskers."""
+    env_rows = pd.DataFrame([r for r in peer_records if r.get("env_steps_per_s") is not None and "runs" in r])
+    env_rows["accounts"] = env_rows["num_envs"].fillna(1).astype(int)
+    env_rows["low"], env_rows["high"] = env_rows["runs"].apply(min), env_rows["runs"].apply(max)
+    elegant_name = next(r["env"].rsplit(".", 1)[-1] for r in peer_records if r.get("measurement") == "elegantrl_env")
+    top, bottom = fig.subfigures(2, 1)
+    left, right = top.subplots(), bottom.subplots()
+    for (label, kind), style in {("FinRL's StockTradingEnv", "finrl_env"): ("D", "tab:orange"),
+                                 (f"ElegantRL's {elegant_name}", "elegantrl_env"): ("s--", "tab:green"),
+                                 ("our batched env", "our_env"): ("o-", "tab:blue")}.items():
+        part = env_rows[env_rows["measurement"] == kind]
+        if kind == "our_env":
+            one = part[part["accounts"] == 1]
+            left.plot(one["accounts"], one["env_steps_per_s"], "^", color="tab:blue", markersize=9,
+                      label="our single env")
+            part = part[part["accounts"] > 1]
+        part = part.sort_values("accounts")
+        left.errorbar(part["accounts"], part["env_steps_per_s"], fmt=style[0], color=style[1], capsize=3, label=label,
+                      yerr=[part["env_steps_per_s"] - part["low"], part["high"] - part["env_steps_per_s"]])
+    left.set(xscale="log", yscale="log", xlabel="accounts (sub-envs)", ylabel="env-steps / s (log)",
+             title="Env-steps/s by accounts: compare along a vertical line")
+    left.grid(alpha=0.3, which="both")
+    left.legend(fontsize="small")
+    shown = comparisons[comparisons["compares"].isin(["same accounts", "batching, ours"])]
+    middle = shown["ratio of medians"]
+    right.barh(list(shown.index), middle, color=["tab:blue" if kind == "same accounts" else "tab:grey"
+                                                 for kind in shown["compares"]])
+    # the ratio of medians may lie outside the round-by-round range: the whisker then starts at the bar
+    right.errorbar(middle, list(shown.index), fmt="none", color="black", capsize=3,
+                   xerr=[(middle - shown["round by round: min"]).clip(lower=0), (shown["max"] - middle).clip(lower=0)])
+    right.axvline(1, color="black", linewidth=1)
+    right.invert_yaxis()
+    right.set(xscale="log", xlim=(0.8, None),
+              xlabel="X ÷ baseline (log; the black line is 1×, as fast as the baseline)",
+              title="Ratios, whiskers: round by round; blue: same accounts, grey: batching within our env")
+    right.grid(axis="x", alpha=0.3, which="both")
+    summary, first = peer_summary(peer_records), peer_records[0]
+    fig.suptitle(f"Peers side by side on a CPU, {summary['stocks']} stocks, {first['cpu_count']} cores, "
+                 f"{first['threads']} torch thread ({summary['date'][:10]})")
+
+
+PPO_FORMATS = {"samples / iteration": "{:,.0f}", "minibatch": "{:,.0f}", "accounts": "{:,.0f}",
+               "gradient steps / 1,000 samples": "{:,.1f}", "samples / s (median)": "{:,.0f}"}
+"""How 8.8's table of PPO loops (`finrl_tutorial.book.scale.peer_ppo_layouts`) prints its columns."""
+
+
+def ppo_words(peer_records: Sequence[dict], comparisons: pd.DataFrame) -> object:
+    """8.8's PPO reading as Markdown: our loop's and SB3's samples/s on FinRL's env side by side (two whole
+    setups, so no ratio), the one like-with-like ratio (SB3 on our env ÷ SB3 on FinRL's, one account) and
+    our loop against itself at more accounts, each with its verdict and the tie margin."""
+    rates = {r["label"]: r["samples_per_s"] for r in peer_records if "samples_per_s" in r and "runs" in r}
+    ours = sorted((int(r["num_envs"]), r["label"]) for r in peer_records
+                  if r.get("measurement") == "our_ppo" and "runs" in r)
+    same_learner = comparisons[comparisons["compares"] == "same learner, one account"].index[0]
+    lines = [
+        f"* **Side by side, not a ratio:** our PPO made {rates[ours[0][1]]:,.0f} samples/s with {ours[0][0]:,} "
+        f"accounts; SB3's PPO on FinRL's env {rates['sb3_ppo_finrl_env']:,.0f} samples/s with one. Two whole setups "
+        "(accounts, network, minibatches), so no speed-up of one implementation over the other is stated.",
+        f"* **The same learner, one account:** SB3's PPO on our single env ran "
+        f"{peer_ratio_words(comparisons, same_learner)} the samples/s of SB3's PPO on FinRL's env: only the env "
+        "differs.",
+    ]
+    for label in comparisons[comparisons["compares"] == "batching, our PPO"].index:
+        lines.append(f"* **Our loop against itself:** with {_accounts(label)} accounts it ran "
+                     f"{peer_ratio_words(comparisons, label)} its samples/s with {label.split('(')[2].split(')')[0]}: "
+                     "more accounts per call change little, because the update (the same gradient steps per sample "
+                     "at every count) takes most of an iteration.")
+    return _markdown("\n".join(lines))
+
+
+# --- the chapter's box ------------------------------------------------------------------------------------
+
+def chapter_box(report: dict, config, seeds: int, records: Mapping[str, list[dict]], full_run: dict,
+                peer_records: Sequence[dict], anchors: Sequence[dict]):
+    """The "What this chapter measured" box (`finrl_tutorial.book.measured_box`): this run's seeds, and
+    the committed figures, each naming its record and its baseline. ``records`` holds the chapter's
+    ``env``, ``scale`` records."""
+    from .scale import speedups
+
+    env = pd.DataFrame(records["env"])
+    best_env = env.loc[env["env_steps_per_s"].idxmax()]
+    scale = speedups(records["scale"], layouts=["trainer", "workers", "ddp"])
+    best_layout = scale.loc[scale["layout"] != "trainer", "speed-up"].idxmax()
+    different = other_update(scale, records["scale"], best_layout)
+    comparisons = peer_verdicts(peer_records)
+    same = comparisons[comparisons["compares"] == "same accounts"]
+    ours = comparisons[comparisons["compares"] == "batching, ours"]
+    versus = report["sharpe_vs_buy_and_hold"]
+    full = full_run["sharpe_vs_buy_and_hold"]
+    cited = anchor(anchors)
+    return _room().measured_box(
+        this_run={
+            f"{seeds} seeds × {config.total_steps:,} env-steps: agent Sharpe (test)":
+                f"{report['agent']['sharpe_ratio']:.2f} ± {report['agent_std']['sharpe_ratio']:.2f}",
+            "Sharpe vs buy-and-hold, 95 % interval":
+                f"{versus['difference']:+.2f} [{versus['low']:+.2f}, {versus['high']:+.2f}]: {versus['verdict']}",
+        },
+        committed={
+            "fastest env, CPU (bench_env.jsonl)": f"{best_env['env']} × {int(best_env['num_envs']):,}: "
+                                                  f"{best_env['env_steps_per_s']:,.0f} env-steps/s",
+            f"2 accounts: batched env ÷ subprocess VecEnv, CPU ({SCALE_RECORD})":
+                f"{quiet_two_accounts(records['scale']):.1f}×",
+            f"best process layout ÷ fastest in-process trainer, CPU ({SCALE_RECORD})":
+                f"{best_layout}: {scale.loc[best_layout, 'speed-up']:.2f}×" + (f" ({different})" if different else ""),
+            "the full-size run, 5 seeds (main_job_5seeds_report.json)":
+                f"Sharpe {full_run['agent']['sharpe_ratio']:.2f} ± {full_run['agent_std']['sharpe_ratio']:.2f} vs "
+                f"buy-and-hold {full_run['baselines']['equal_weight_buy_and_hold']['sharpe_ratio']:.2f}: "
+                f"{stored_verdict(full, full.get('margin', TIE_MARGIN))}",
+            "peers, same accounts, CPU (bench_peers.jsonl)": "; ".join(
+                f"{label}: {comparisons.loc[label, 'ratio of medians']:,.1f}×"
+                for label in (same[same["accounts"] == 1].index[0], same.index[-1])),
+            "peers, batching within our env, CPU (bench_peers.jsonl)":
+                f"{ours.index[-1]}: {ours['ratio of medians'].iloc[-1]:,.1f}×",
+            f"ElegantRL's StockTradingVecEnv, one H200 (anchors_elegantrl_h200.jsonl, {cited['date']}, commit "
+            f"{cited['commit']}: a measurement of another program on another device)":
+                f"{cited['env_steps_per_s']:,.0f} env-steps/s at {cited['num_envs']:,} envs × "
+                f"{cited['stocks']} stocks",
+        },
+        shows="speeds on a CPU with their machine, date and command; speed-ups against the fastest in-process "
+              "trainer; peers at the same number of accounts, and batching as its own figure; the spread of seeds; "
+              "one full-size multi-seed result with its bootstrap interval",
+        does_not_show="this package's env or trainer on a GPU (not measured on a GPU), machines with more free "
+                      "cores (the scale-out projection is a model), or a result beyond one test year of 15 large caps",
+    )

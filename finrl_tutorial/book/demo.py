@@ -1,0 +1,455 @@
+"""Chapter 1's readings (``book/01_ashare_demo.ipynb``): the tables, sentences and figures the A-share
+demo shows, so that its visible code keeps to the library calls a reader reuses.
+
+Each function reads what the chapter has in hand (a loaded market, the account's daily rows, a
+training result, a backtest table, the committed records ``main_job_5seeds_report.json`` and
+``bench_sweep.json``) and returns a sentence (an IPython ``Markdown``, or the text outside IPython),
+a DataFrame, a small dict, or draws on the matplotlib Axes or Figure passed in. None trains or
+measures anything itself.
+"""
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from .folded import MethodNote, how_measured as folded_note
+
+__all__ = ["source_summary", "longest_stretch", "plot_suspensions", "plot_ex_day", "own_moves", "ex_day_sizing",
+           "sizing_table", "budget_table", "mark_learning_curve", "verdict_sentences", "with_extra_dividend",
+           "luck_and_training", "committed_verdict", "committed_table", "validation_curves",
+           "validation_reading", "distance_from_untrained", "how_measured", "chapter_box"]
+
+
+def _markdown(text: str):
+    """``text`` as an IPython ``Markdown`` object (a cell displays it), or the text itself outside IPython."""
+    try:
+        from IPython.display import Markdown  # optional: a notebook has it, plain Python may not
+    except ImportError:
+        return text
+    return Markdown(text)
+
+
+# --------------------------------------------------------------------------- 1.1-1.3: data
+
+def source_summary(source: str, live) -> str:
+    """One line on what a provider returned: ``live`` is the `PreparedMarket` that
+    ``load_market(source, ...)`` made; its trading days, dates, tickers, the corporate actions found
+    and whether the CSI 300 came along."""
+    facts = live.summary()
+    first, last = facts["date_range"]
+    actions = len(facts["corporate_actions"])
+    index = "with" if live.benchmark is not None else "without"
+    return (f"{source}: {facts['trading_days']} trading days ({first} .. {last}) of {', '.join(facts['tickers'])}; "
+            f"{actions} corporate action{'' if actions == 1 else 's'}; {index} the CSI 300")
+
+
+def longest_stretch(flags: pd.Series) -> tuple:
+    """The longest run of consecutive True values of ``flags`` (a boolean Series indexed by date):
+    ``(first date, last date, length)``, dates as ``datetime.date``; ``(None, None, 0)`` when none is
+    True. The earliest run wins a tie."""
+    flags = flags.astype(bool)
+    if not flags.any():
+        return None, None, 0
+    runs = (flags != flags.shift()).cumsum()[flags]
+    lengths = runs.groupby(runs).size()
+    best = lengths.idxmax()  # the first of the longest (groups are numbered in date order)
+    days = runs.index[runs == best]
+    return pd.Timestamp(days[0]).date(), pd.Timestamp(days[-1]).date(), int(lengths[best])
+
+
+def plot_suspensions(ax, market, splits: Mapping) -> None:
+    """Draw on ``ax`` a map of ``market``'s suspended days (red: the stock had no bar), one row per
+    stock, with a dashed line and the name at the start of each split (``splits``: name →
+    `MarketData`, as ``prepared.splits``)."""
+    dates = pd.DatetimeIndex(market.dates)
+    halted = (~market.tradable).numpy().T.astype(float)  # [stock, day], 1 = suspended
+    rows = np.arange(market.num_stocks)
+    ax.pcolormesh(dates, rows, halted, cmap="Reds", vmin=0, vmax=1.5, shading="nearest")
+    ax.set_yticks(rows, market.tickers, fontsize="small")
+    ax.invert_yaxis()
+    for name, split in splits.items():
+        ax.axvline(pd.Timestamp(split.first_date), color="grey", linewidth=0.8, linestyle="--")
+        ax.text(pd.Timestamp(split.first_date), -0.6, f" {name}", fontsize="small", va="bottom")
+    ax.set_title("Suspended days (red): the stock had no bar, so it could not trade", pad=14)
+
+
+# --------------------------------------------------------------------------- 1.4: an ex-rights day
+
+def _close_drop(held: pd.DataFrame, ex_day) -> float:
+    """How far the raw close fell on ``ex_day`` against the row before it (0.22 = 22 %)."""
+    at = held.index.get_loc(pd.Timestamp(ex_day))
+    return float(1 - held["close"].iloc[at] / held["close"].iloc[at - 1])
+
+
+def plot_ex_day(ax, held: pd.DataFrame, ex_day, ticker: str) -> None:
+    """Draw on ``ax`` the raw close of ``ticker`` and the wealth of the account holding it, both as a
+    multiple of their first day, with the ex-rights day marked; ``held`` has one row per day (index:
+    dates) with columns ``close`` and ``wealth``. The title states the close's drop on ``ex_day``."""
+    import matplotlib.dates as mdates
+
+    day = pd.Timestamp(ex_day)
+    ax.plot(held.index, held["close"] / held["close"].iloc[0], label=f"{ticker} raw close (unadjusted)",
+            color="tab:red")
+    ax.plot(held.index, held["wealth"] / held["wealth"].iloc[0], label="account holding it (env)",
+            color="tab:blue", linewidth=2)
+    ax.axvline(day, color="grey", linestyle="--", linewidth=1)
+    ax.annotate("ex-rights day", (day, 0.5), xycoords=("data", "axes fraction"), xytext=(6, 0),
+                textcoords="offset points", color="grey")
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator()))
+    ax.set_ylabel("value (first day = 1)")
+    ax.set_title(f"An ex-rights day: the raw close falls {100 * _close_drop(held, day):.0f} %, "
+                 "the holding does not (no fake loss)")
+    ax.legend(loc="lower left")
+    ax.grid(alpha=0.3)
+
+
+def own_moves(market) -> np.ndarray:
+    """What a detected ex-rights reference cannot see: on ordinary days (no corporate action, the
+    stock traded that day and the day before), each stock's close-to-close move minus the median
+    move of the other stocks that day (days with at least 3 others). All stocks' values, one array."""
+    moves = (market.close / market.pre_close - 1).numpy()
+    tradable = market.tradable.numpy()
+    ordinary = tradable & np.vstack([np.zeros((1, market.num_stocks), bool), tradable[:-1]])
+    ordinary &= market.split_ratio.numpy() == 1
+    residuals = []
+    with warnings.catch_warnings():  # a day where no other stock traded has no median (NaN, left out)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for k in range(market.num_stocks):
+            others = np.where(ordinary, moves, np.nan)
+            others[:, k] = np.nan
+            median = np.nanmedian(others[1:], axis=1)
+            keep = ordinary[1:, k] & (np.isfinite(others[1:]).sum(axis=1) >= 3)
+            residuals.append(moves[1:, k][keep] - median[keep])
+    return np.concatenate(residuals)
+
+
+def ex_day_sizing(market, detected: pd.DataFrame, ticker: str, ex_day: str) -> dict:
+    """How the cleaning sized the detected ex-day ``ex_day`` of ``ticker``: ``detected`` is the table
+    of ``market.info["detected_actions"]``. Returns a dict: ``market_move`` (the other tradable
+    stocks' median close-to-close move that day), ``residuals`` (`own_moves`), ``evidence`` (the
+    detected row), ``feasible_reference`` (low, high: what the day's prices allow), ``previous_close``,
+    ``reference`` and ``bonus`` (bonus shares per share) of the estimate, ``dividend`` (its cash per
+    share), ``cash_range`` (the cash part the feasible references allow at that bonus),
+    ``cash_at_reference`` (bonus shares per 10 → the cash per share the reference leaves, at 2, 3, 4),
+    ``open`` and ``close`` of the day."""
+    dates = pd.DatetimeIndex(market.dates)
+    j = market.tickers.index(ticker)
+    d = int(np.flatnonzero(dates == pd.Timestamp(ex_day))[0])
+    moves = (market.close[d] / market.pre_close[d] - 1).numpy()
+    others = [k for k in range(market.num_stocks) if k != j and bool(market.tradable[d, k])]
+    reference, bonus = float(market.pre_close[d, j]), float(market.split_ratio[d, j]) - 1
+    evidence = detected[(detected["tic"] == ticker) & (detected["date"].astype(str).str[:10] == ex_day)].iloc[0]
+    low_ref, high_ref = (float(value) for value in evidence["feasible_reference"])
+    previous = float(evidence["previous_close"])
+    return {
+        "market_move": float(np.median(moves[others])), "residuals": own_moves(market), "evidence": evidence,
+        "feasible_reference": (low_ref, high_ref), "previous_close": previous, "reference": reference,
+        "bonus": bonus, "dividend": float(market.dividend[d, j]),
+        "cash_range": (max(0.0, previous - (1 + bonus) * high_ref), previous - (1 + bonus) * low_ref),
+        "cash_at_reference": {b: previous - (1 + b / 10) * reference for b in (2, 3, 4)},
+        "open": float(market.open[d, j]), "close": float(market.close[d, j]),
+    }
+
+
+def sizing_table(sizing: Mapping, ex_day: str) -> pd.DataFrame:
+    """`ex_day_sizing`'s reading as a table of three groups: what a reference cannot see (the
+    market's move on ``ex_day`` and a stock's own moves on ordinary days), the evidence the day's
+    bars give, and the estimate. One column of values, written out (percent, yuan)."""
+    evidence, residuals = sizing["evidence"], sizing["residuals"]
+    low_ref, high_ref = sizing["feasible_reference"]
+    cash_low, cash_high = sizing["cash_range"]
+    per_10 = 10 * sizing["bonus"]
+    cash_at = sizing["cash_at_reference"]
+    rows = [
+        ("what a reference cannot see", f"market move on {ex_day} (median of the other stocks)",
+         f"{sizing['market_move']:+.2%}"),
+        ("what a reference cannot see", "ordinary days: a stock's own move against that median, std",
+         f"{residuals.std():.1%}"),
+        ("what a reference cannot see", "ordinary days: the same, mean absolute", f"{np.abs(residuals).mean():.1%}"),
+        ("evidence", "the day's low", f"{float(evidence['low']):.2f}"),
+        ("evidence", "limit-down from the last close", f"{float(evidence['limit_down_from_previous_close']):.2f}"),
+        ("evidence", "reference the day's prices allow", f"{low_ref:.2f} .. {high_ref:.2f}"),
+        ("evidence", f"cash part that range allows, a share, at {per_10:.0f} bonus shares per 10",
+         f"¥{cash_low:.2f} .. ¥{cash_high:.2f}"),
+        ("evidence", "cash a share the reference leaves at " + ", ".join(f"{b}" for b in cash_at) + " per 10",
+         ", ".join(f"¥{cash:.2f}" for cash in cash_at.values())),
+        ("evidence", "cap on the cash part, 5 % of the reference", f"¥{0.05 * sizing['reference']:.2f}"),
+        ("evidence", "confidence", str(evidence["confidence"])),
+        ("estimate", "shares after the action, for every 10 held", f"{10 + per_10:.0f}"),
+        ("estimate", "cash dividend a share", f"¥{sizing['dividend']:.3f}"),
+        ("estimate", "reference", f"{sizing['reference']:.2f}"),
+        ("estimate", "the day's open, for comparison", f"{sizing['open']:.2f}"),
+        ("estimate", "close over the reference", f"{sizing['close'] / sizing['reference'] - 1:+.2%}"),
+    ]
+    index = pd.MultiIndex.from_tuples([(group, name) for group, name, _ in rows], names=["", "quantity"])
+    return pd.DataFrame({"value": [value for _, _, value in rows]}, index=index)
+
+
+# --------------------------------------------------------------------------- 1.7: training
+
+def budget_table(result, report: Mapping) -> pd.DataFrame:
+    """This run against one seed of the committed full-size run (``report``: the five-seed
+    ``report.json``): env-steps, the share of the full-size budget, the kept checkpoint's validation
+    Sharpe (the committed seeds' range) and the wall time (each on its own machine; the committed
+    machine is in ``report["machine"]``). Values written out, one row each."""
+    seeds = len(report["seeds"])
+    per_seed = report["env_steps"] / seeds
+    valid = list(report["valid_sharpe_per_seed"].values())
+    rows = {
+        "this run": {
+            "env-steps": f"{result.env_steps:,}", "share of the full-size budget": f"{result.env_steps / per_seed:.1%}",
+            "kept checkpoint's validation Sharpe": f"{result.best_valid_sharpe:.2f}",
+            "wall time": f"{result.wall_seconds:.0f} s"},
+        f"committed full-size run, one of {seeds} seeds": {
+            "env-steps": f"{per_seed:,.0f}", "share of the full-size budget": f"{1:.0%}",
+            "kept checkpoint's validation Sharpe": f"{min(valid):.2f} .. {max(valid):.2f}",
+            "wall time": f"{report['wall_seconds'] / seeds:.0f} s"},
+    }
+    return pd.DataFrame(rows).T
+
+
+def _axis(fig, column: str):
+    """The Axes of ``fig`` that `plot_learning_curve` titled ``column``."""
+    for ax in fig.axes:
+        if ax.get_title().split(":")[0] == column:
+            return ax
+    raise ValueError(f"the figure has no panel {column!r}")
+
+
+def mark_learning_curve(fig, log: pd.DataFrame, hold_valid_sharpe: float) -> dict:
+    """Yardsticks on the learning curve ``fig`` (`finrl_tutorial.plot_learning_curve` of ``log``), so
+    that a wiggle of a few hundredths does not read as a trend: break-even on ``train/final_wealth``;
+    buy-and-hold's validation Sharpe ``hold_valid_sharpe`` and the first validation (just after one
+    update, nearly the untrained network) on ``valid/sharpe_ratio``, whose title gives the best
+    validation and where; the entropy's change in its title, drawn at ±1 % of its start when it
+    barely moved. Returns the numbers the titles state."""
+    entropy = log["loss/entropy"].dropna()
+    start, end = float(entropy.iloc[0]), float(entropy.iloc[-1])
+    change = end / start - 1
+    moved = "fell" if change < -0.01 else "rose" if change > 0.01 else "barely moved"
+    ax = _axis(fig, "loss/entropy")
+    ax.ticklabel_format(axis="y", useOffset=False)  # the values themselves, not an offset
+    if entropy.max() - entropy.min() < 0.02 * abs(start):  # a flat line should look flat
+        ax.set_ylim(start - 0.01 * abs(start), start + 0.01 * abs(start))
+        ax.set_ylabel("±1 % of the start")
+    ax.set_title(f"loss/entropy: {start:.3f} → {end:.3f} ({change:+.2%}): it {moved}", fontsize="medium")
+
+    wealth = _axis(fig, "train/final_wealth")
+    wealth.axhline(1.0, color="grey", linewidth=0.8, linestyle="--", label="broke even")
+    wealth.legend(loc="lower left", fontsize="small")
+
+    valid = log["valid/sharpe_ratio"].dropna()
+    best_steps = int(log.loc[valid.idxmax(), "env_steps"])
+    ax = _axis(fig, "valid/sharpe_ratio")
+    ax.axhline(hold_valid_sharpe, color="tab:orange", linewidth=1.2, linestyle="--",
+               label=f"buy-and-hold on the validation year ({hold_valid_sharpe:.2f})")
+    ax.axhline(float(valid.iloc[0]), color="grey", linewidth=0.8, linestyle=":",
+               label=f"first validation ({float(valid.iloc[0]):.2f})")
+    low, high = min(valid.min(), hold_valid_sharpe), max(valid.max(), hold_valid_sharpe)
+    pad = 0.25 * max(high - low, 0.1)
+    ax.set_ylim(low - pad, high + pad)
+    ax.legend(loc="lower right", fontsize="small")
+    ax.set_title(f"valid/sharpe_ratio: {len(valid)} validations, best {valid.max():.2f} "
+                 f"(at {best_steps:,} env-steps)", fontsize="medium")
+    return {"entropy_start": start, "entropy_end": end, "entropy_change": change, "entropy_moved": moved,
+            "validations": len(valid), "best_valid": float(valid.max()), "best_env_steps": best_steps}
+
+
+# --------------------------------------------------------------------------- 1.8: the backtest
+
+def verdict_sentences(versus: Mapping, hold_volatility: float, fast: bool = False):
+    """The interval of a Sharpe difference against buy-and-hold (``versus``: a
+    `finrl_tutorial.sharpe_difference_ci` result) in two sentences: the difference, its 95 % interval
+    and the verdict with its reason; then the tie margin in return at buy-and-hold's annual volatility
+    ``hold_volatility``. ``fast`` marks a small-budget run's verdict as mechanics only. A Markdown."""
+    from ..metrics import verdict_reason
+
+    verdict, margin = versus["verdict"], versus["margin"]
+    reason = verdict_reason(verdict, margin, versus["low"], versus["high"])
+    first = (f"Sharpe(agent) − Sharpe(buy-and-hold) = {versus['difference']:+.2f}, 95 % interval "
+             f"[{versus['low']:+.2f}, {versus['high']:+.2f}]: **{verdict}**, as {reason}.")
+    if fast:
+        first += " This run's budget is small (fast mode): the verdict shows how the test works, not a finding."
+    second = (f"The tie margin of ±{margin:.2f} Sharpe is ±{margin * hold_volatility:.1%} of annual return at "
+              f"buy-and-hold's volatility this year ({hold_volatility:.1%}).")
+    return _markdown(f"{first}\n\n{second}")
+
+
+def with_extra_dividend(market, day: int, dividend_yield: float):
+    """``market`` (a `MarketData`) with a hypothetical cash dividend of ``dividend_yield`` times the
+    previous close, paid by every stock on day index ``day``, on top of the detected ex-days' cash.
+    Prices are unchanged: they already show the real ex-dividend drops. A new MarketData."""
+    dividend = market.dividend.clone()  # the cash of the detected ex-days (1.4) stays
+    dividend[day] += dividend_yield * market.close[day - 1]
+    return dataclasses.replace(market, dividend=dividend)
+
+
+def luck_and_training(randoms: Sequence, table: pd.DataFrame, report: Mapping, env_steps: int):
+    """Three bullets on how far luck and training move the test year: the random policy over the
+    seeds of ``randoms`` (one `EpisodeRecord` per seed, seeds 0, 1, ...) against buy-and-hold, with the fees of
+    ``table``'s random row (seed 0) as a multiple of buy-and-hold's; this run's agent (``env_steps``)
+    against its untrained network (rows of ``table``, a `BacktestResult.table`); and the committed
+    multi-seed ``report``'s trained seeds against its untrained network. A Markdown."""
+    returns = [float(r.wealth.iloc[-1] / r.wealth.iloc[0] - 1) for r in randoms]
+    hold, rand = table.loc["equal_weight_buy_and_hold"], table.loc["random"]
+    ahead = sum(r > hold["cumulative_return"] for r in returns)
+    agent, untrained = table.loc["agent", "sharpe_ratio"], table.loc["untrained_agent", "sharpe_ratio"]
+    seeds = [row["sharpe_ratio"] for row in report["agent_per_seed"].values()]
+    full_untrained = report["baselines"]["untrained_agent"]["sharpe_ratio"]
+    at_or_below = sum(sharpe <= full_untrained for sharpe in seeds)
+    lines = [
+        f"* **Random policy**, seeds 0-{len(randoms) - 1}: a test-split return of {min(returns):+.1%} .. "
+        f"{max(returns):+.1%}, {ahead} of {len(returns)} ahead of buy-and-hold. Seed 0 paid "
+        f"{rand['total_fees'] / hold['total_fees']:,.0f}× buy-and-hold's fees.",
+        f"* **This run's agent**, {env_steps:,} env-steps: test Sharpe {agent:.3f}, its untrained network "
+        f"{untrained:.3f}.",
+        f"* **Committed full-size run**, {len(seeds)} seeds: test Sharpe {min(seeds):.2f} .. {max(seeds):.2f}, "
+        f"the untrained network {full_untrained:.2f}. {at_or_below} of {len(seeds)} trained seeds sit at or "
+        f"below the untrained network; the best is {max(seeds) - full_untrained:+.4f} from it.",
+    ]
+    return _markdown("\n".join(lines))
+
+
+def committed_verdict(report: Mapping):
+    """The committed multi-seed ``report``'s interval against buy-and-hold in one sentence: the mean
+    Sharpe difference over its seeds, the 95 % interval and the verdict recomputed from the bounds
+    (`finrl_tutorial.metrics.stored_verdict`), with its reason. A Markdown."""
+    from ..metrics import stored_verdict, verdict_reason
+
+    versus = report["sharpe_vs_buy_and_hold"]
+    verdict = stored_verdict(versus)
+    reason = verdict_reason(verdict, versus.get("margin"), versus["low"], versus["high"])
+    return _markdown(f"Over its {len(report['seeds'])} seeds, Sharpe(agent) − Sharpe(buy-and-hold) = "
+                     f"{versus['difference']:+.2f}, 95 % interval [{versus['low']:+.2f}, {versus['high']:+.2f}]: "
+                     f"**{verdict}**, as {reason}.")
+
+
+def committed_table(report: Mapping) -> pd.DataFrame:
+    """The committed ``report``'s test-year rows: the agent (mean of its seeds) and each baseline,
+    with return, Sharpe, drawdown and daily turnover, rounded to 3 decimals."""
+    rows = {"agent (mean of seeds)": report["agent"]} | dict(report["baselines"])
+    return pd.DataFrame(rows).T[["cumulative_return", "sharpe_ratio", "max_drawdown", "turnover"]].round(3)
+
+
+def _base_runs(sweep: Mapping) -> list[dict]:
+    """The committed sweep's runs of the base variant on the sample."""
+    return [run for run in sweep["runs"] if run["market"] == "sample" and run["variant"] == sweep["base_variant"]]
+
+
+def validation_curves(sweep: Mapping) -> pd.DataFrame:
+    """One row per seed of the committed sweep's default runs on the sample (``bench_sweep.json``):
+    the untrained network's validation Sharpe, the first and the last validation's, which validation
+    scored best (``"k of n"``) and at how many env-steps."""
+    rows = []
+    for run in _base_runs(sweep):
+        sharpes = [evaluation["valid_sharpe"] for evaluation in run["evaluations"]]
+        best = int(np.argmax(sharpes))
+        rows.append({"seed": run["seed"], "untrained": run["untrained_valid_sharpe"], "first validation": sharpes[0],
+                     "last validation": sharpes[-1], "best at validation": f"{best + 1} of {len(sharpes)}",
+                     "best at env-steps": run["evaluations"][best]["env_steps"]})
+    return pd.DataFrame(rows).set_index("seed")
+
+
+def validation_reading(sweep: Mapping, page_hold_valid: float):
+    """What `validation_curves` says, in two sentences: the seeds' mean validation Sharpe after one
+    update and at the end of the budget, how many seeds scored best right after the first update;
+    then buy-and-hold's validation Sharpe in the sweep (measured on the sample as it was cleaned then)
+    beside this page's ``page_hold_valid``. A Markdown."""
+    curves = validation_curves(sweep)
+    runs = _base_runs(sweep)
+    first_steps = runs[0]["evaluations"][0]["env_steps"]
+    picked_first = int((curves["best at env-steps"] == first_steps).sum())
+    return _markdown(
+        f"Mean of {len(curves)} seeds: validation Sharpe {curves['first validation'].mean():.2f} after one update, "
+        f"{curves['last validation'].mean():.2f} after {sweep['total_steps']:,} env-steps. {picked_first} of "
+        f"{len(curves)} seeds scored best right after the first update.\n\n"
+        f"Buy-and-hold's validation Sharpe: {runs[0]['buy_and_hold_valid_sharpe']:.2f} in the sweep, "
+        f"{page_hold_valid:.2f} on this page (1.2).")
+
+
+def distance_from_untrained(untrained, untrained_weights: pd.DataFrame, checkpoints: Mapping) -> pd.DataFrame:
+    """How far checkpoints moved from the untrained network: ``checkpoints`` maps a name to
+    ``(iteration, env_steps, agent, test-year weights)``. One row each: its iteration and env-steps,
+    the relative distance of its weights (`teaching.parameter_distance`) and the share of wealth its
+    test-year portfolio held differently, averaged over days (`teaching.portfolio_distance`)."""
+    from .teaching import parameter_distance, portfolio_distance
+
+    rows = {name: {"iteration": int(iteration), "env-steps": int(env_steps),
+                   "weights' distance from untrained": parameter_distance(agent, untrained),
+                   "test-year portfolio held differently": portfolio_distance(weights, untrained_weights)}
+            for name, (iteration, env_steps, agent, weights) in checkpoints.items()}
+    return pd.DataFrame(rows).T
+
+
+def how_measured(report: Mapping, sweep: Mapping) -> MethodNote:
+    """The method behind the chapter's committed numbers, folded (a `folded.MethodNote`): the full-size run's
+    record, command, seeds, budget, machine and note; its interval's bootstrap; and the sweep's
+    record, seeds and validations."""
+    seeds, machine = report["seeds"], report["machine"]
+    versus = report["sharpe_vs_buy_and_hold"]
+    runs = _base_runs(sweep)
+    note = report.get("command_note", "")
+    return folded_note([
+        ("The full-size run",
+         f"the record `main_job_5seeds_report.json`, made by `{report['command']}`: seeds "
+         f"{', '.join(map(str, seeds))}, {report['env_steps'] / len(seeds):,.0f} env-steps and "
+         f"{report['wall_seconds'] / len(seeds):.0f} s a seed on {machine['cpu_count']} CPU cores, "
+         f"{machine['date'][:10]}." + (f" {note[0].upper() + note[1:]}." if note else "")),
+        ("Its interval",
+         f"a paired block bootstrap of the {versus['curves']} seeds' test-year curves ({versus['days']} days) "
+         f"against buy-and-hold, in blocks of {versus['block_days']} days, {versus['resamples']:,} resamples."),
+        ("The validation curves",
+         f"the record `bench_sweep.json` (chapter 2): the default configuration on the sample, seeds "
+         f"{', '.join(str(run['seed']) for run in runs)}, each validated {len(runs[0]['evaluations'])} times over "
+         f"{sweep['total_steps']:,} env-steps; {sweep['machine']['date'][:10]}, {sweep['machine']['cpu_count']} "
+         "CPU cores."),
+    ])
+
+
+def chapter_box(env_steps: int, table: pd.DataFrame, versus: Mapping, missing: pd.Series, moved: pd.DataFrame,
+                report: Mapping, sweep: Mapping, page_hold_valid: float, fast: bool | None = None):
+    """The chapter's closing box (`finrl_tutorial.book.measured_box`): this run's test Sharpe
+    (``table``, a `BacktestResult.table`, after ``env_steps``) and interval ``versus``, buy-and-hold's
+    return, the return the missing dividends would add (``missing``: 2 % and 3 % yield), how far the
+    chosen checkpoint's portfolio is from the untrained one (``moved``); and the committed five-seed
+    ``report`` and the sweep's validation curves, each naming its record."""
+    from ..metrics import stored_verdict
+    from . import measured_box
+
+    agent, hold = table.loc["agent"], table.loc["equal_weight_buy_and_hold"]
+    untrained = table.loc["untrained_agent", "sharpe_ratio"]
+    report_versus, report_hold = report["sharpe_vs_buy_and_hold"], report["baselines"]["equal_weight_buy_and_hold"]
+
+    curves = validation_curves(sweep)
+    sweep_hold = _base_runs(sweep)[0]["buy_and_hold_valid_sharpe"]
+    this_run = {
+        f"agent after {env_steps:,} env-steps: test Sharpe":
+            f"{agent['sharpe_ratio']:.2f} (buy-and-hold {hold['sharpe_ratio']:.2f}, untrained {untrained:.2f})",
+        "Sharpe vs buy-and-hold, 95 % interval":
+            f"{versus['difference']:+.2f} [{versus['low']:+.2f}, {versus['high']:+.2f}]: {versus['verdict']}",
+        "equal-weight buy-and-hold, test split, full costs, detected dividends only":
+            f"{hold['cumulative_return']:+.1%}",
+        "dividends the sample misses (2 % / 3 % yield)": f"{missing.iloc[0]:+.1%} / {missing.iloc[1]:+.1%} of return",
+        "chosen checkpoint: test-year portfolio held differently from untrained":
+            f"{moved.loc['chosen checkpoint', 'test-year portfolio held differently']:.1%}",
+    }
+    verdict = stored_verdict(report_versus)
+    committed = {
+        f"full-size run, {len(report['seeds'])} seeds (main_job_5seeds_report.json)":
+            f"Sharpe {report['agent']['sharpe_ratio']:.2f} ± {report['agent_std']['sharpe_ratio']:.2f} vs "
+            f"{report_hold['sharpe_ratio']:.2f}: {verdict}",
+        "sample, validation Sharpe (bench_sweep.json)":
+            f"{curves['first validation'].mean():.2f} after one update, {curves['last validation'].mean():.2f} at "
+            f"the end; measured before the sizing of detected ex-days changed (buy-and-hold {sweep_hold:.2f} "
+            f"there, {page_hold_valid:.2f} on this page)",
+    }
+    return measured_box(
+        this_run, committed, fast=fast,
+        shows="the pipeline from bars to a full-cost backtest, read against baselines and an interval",
+        does_not_show=f"an edge on real A-shares: {len(report['data']['tickers'])} survivors chosen with hindsight, "
+                      f"where the committed {len(report['seeds'])}-seed run does not beat buy-and-hold ({verdict}) and the chosen "
+                      "checkpoints stay close to the untrained network; nor whether the learner can find an edge "
+                      "at all (the next page)")

@@ -1,0 +1,511 @@
+"""Chapter 4's readings: rollout workers, the live comparison, the committed ``bench scale`` record.
+
+The chapter trains a few layouts itself (`live_table`, `live_reading`) and reads the quiet record
+through the shared functions of `finrl_tutorial.book.scale` (`speedups`, `phase_table`,
+`fit_cost_model`, `project`); this module turns their results into the chapter's figures, small
+tables and sentences. Every number in a sentence is computed here from what the caller passes in;
+every ``N×`` names its baseline. Method details (rounds, load averages, the record's command) go
+into a collapsed block, `method_note`, that the chapter shows at the end of a section.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+from typing import Iterable, Mapping
+
+import pandas as pd
+
+from ..training.workers import DEFAULT_LEARNER_THREADS
+from . import scale
+from .folded import MethodNote, how_measured
+from .teaching import reader_command
+
+
+def _md(text: str):
+    """``text`` as an IPython ``Markdown`` (the book room's own helper, imported when called: this
+    module is imported while the room's ``__init__`` is still running)."""
+    from . import _markdown
+    return _markdown(text)
+
+
+def _range(values) -> str:
+    """``"0.8–1.4"`` (one decimal), or one number when both ends print alike."""
+    low, high = f"{min(values):.1f}", f"{max(values):.1f}"
+    return low if low == high else f"{low}–{high}"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("s" if count != 1 else "")
+
+
+# --- a collapsed block: how something was measured ----------------------------------------------
+
+def method_note(items: Iterable[str], title: str = "How this was measured") -> MethodNote:
+    """The method lines ``items`` (a little Markdown each) as one folded list (`folded.how_measured`)."""
+    return how_measured([str(item) for item in items], title=title)
+
+
+# --- 4.2: one shard of start days per worker -----------------------------------------------------
+
+def plot_start_windows(layouts: Mapping[int, list], dates, ax) -> None:
+    """Draw on ``ax`` where each worker's episodes may start: one row per layout of ``layouts``
+    (``{workers: [(first day, last day), ...]}`` as `shard_start_windows` returns them), one bar per
+    worker over the trading ``dates`` (the split's dates, indexed by day)."""
+    dates = pd.DatetimeIndex(dates)
+    for row, (workers, windows) in enumerate(layouts.items()):
+        for k, (lo, hi) in enumerate(windows):
+            start, end = dates[lo], dates[hi - 1]
+            ax.barh(row, (end - start).days, left=start, color=f"C{k}", edgecolor="white")
+            ax.text(start + (end - start) / 2, row, f"worker {k}", ha="center", va="center", color="white",
+                    fontsize="small")
+    ax.set_yticks(range(len(layouts)), [_plural(n, "worker") for n in layouts])
+    ax.invert_yaxis()
+    years = str(dates[0].year) if dates[0].year == dates[-1].year else f"{dates[0].year}–{dates[-1].year}"
+    ax.set_title(f"Where each worker's episodes may start (train split, {years})")
+
+
+# --- 4.3: this notebook's own runs ---------------------------------------------------------------
+
+def load_average() -> float:
+    """The 1-minute load average now: how many processes wanted a core (this notebook's included);
+    NaN where the OS has none (Windows)."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else math.nan
+
+
+def layout_name(workers: int, threads: int) -> str:
+    """The chapter's name of a live run: ``"in-process trainer, 2 threads"`` (``workers`` 0: no
+    pool) or ``"2 workers, update on 1 thread"``."""
+    if workers == 0:
+        return f"in-process trainer, {_plural(threads, 'thread')}"
+    return f"{_plural(workers, 'worker')}, update on {_plural(threads, 'thread')}"
+
+
+def live_table(runs: Mapping[tuple[int, int], object], loads: Mapping[tuple[int, int], float] | None = None
+               ) -> pd.DataFrame:
+    """One row per live run, in the order of ``runs`` (``{(workers, update threads): TrainResult}``,
+    0 workers: the in-process trainer): env-steps, samples/s, episodes finished, workers, update
+    threads, the load average after the run (from ``loads``, NaN where missing) and the samples/s
+    ÷ those of the fastest in-process trainer (column ``"÷ fastest in-process trainer"``; see
+    `fastest_trainer`). Rows are named by `layout_name`."""
+    loads = loads or {}
+    rows = {}
+    for (workers, threads), result in runs.items():
+        rows[layout_name(workers, threads)] = {
+            "env-steps": float(result.env_steps), "samples / s": float(result.samples_per_s),
+            "episodes finished": float(result.log["train/episodes"].sum()), "workers": float(workers),
+            "update threads": float(threads), "load average": float(loads.get((workers, threads), math.nan))}
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table["÷ fastest in-process trainer"] = table["samples / s"] / table.loc[fastest_trainer(table), "samples / s"]
+    return table
+
+
+def fastest_trainer(live: pd.DataFrame) -> str:
+    """The row of `live_table` (or any table with ``workers`` and ``samples / s``) of the in-process
+    trainer with the highest samples/s: the baseline of the live comparison."""
+    trainers = live.loc[live["workers"] == 0, "samples / s"].astype(float)
+    if trainers.empty:
+        raise ValueError("the live runs hold no in-process trainer (0 workers) to compare against")
+    return str(trainers.idxmax())
+
+
+def live_view(live: pd.DataFrame):
+    """`live_table` as the chapter shows it (a pandas Styler): the load averages left out (they go
+    into `live_method`), the ratio to the fastest in-process trainer as ``1.05×``."""
+    shown = live.drop(columns=["load average"])
+    return shown.style.format({"env-steps": "{:,.0f}", "samples / s": "{:,.0f}", "episodes finished": "{:.0f}",
+                               "workers": "{:.0f}", "update threads": "{:.0f}",
+                               "÷ fastest in-process trainer": "{:.2f}×"})
+
+
+def default_live_row(live: pd.DataFrame, cores: int) -> str:
+    """The row of `live_table` that ran the pool's default: two workers, the update on
+    `DEFAULT_LEARNER_THREADS` (at most ``cores``) threads."""
+    threads = min(DEFAULT_LEARNER_THREADS, max(1, int(cores)))
+    rows = live.index[(live["workers"] == 2) & (live["update threads"] == threads)]
+    if len(rows) == 0:
+        raise ValueError(f"no live run of two workers with the update on {threads} thread(s)")
+    return str(rows[-1])
+
+
+def live_reading(live: pd.DataFrame, cores: int, fast: bool | None = None):
+    """One paragraph (Markdown) on the live runs of `live_table`: the default layout's samples/s ÷ the
+    fastest in-process trainer's, with both named; that one short run is a noisy draw (a small
+    budget in fast mode, ``fast`` default `finrl_tutorial.book.FAST`); and, when some run ended with
+    a load average above ``cores``, that the machine was busy and one learner thread is the safer choice."""
+    if fast is None:
+        from . import FAST as fast
+    baseline, default = fastest_trainer(live), default_live_row(live, cores)
+    ratio = float(live.loc[default, "÷ fastest in-process trainer"])
+    text = (f"In this run the pool's default layout ({default}) made **{ratio:.2f}×** the samples/s of the fastest "
+            f"in-process trainer (here the {baseline}); the table sets every layout against that same baseline. "
+            + ("This is fast mode's small budget, a few iterations: one" if fast else "One")
+            + " short run is one noisy draw. Section 4.4 reads the committed record, which repeats every "
+            "layout and times each phase.")
+    loads = live["load average"].astype(float)
+    if loads.notna().any() and loads.max() > cores:
+        text += ("\n\nThe machine was busy while these runs trained: more processes wanted a core than it has. Then "
+                 "two learner threads wait for each other, the effect 4.5 measures under load; on such a machine "
+                 "pass `learner_threads=1`.")
+    return _md(text)
+
+
+def live_method(live: pd.DataFrame, cores: int, total_steps: int) -> MethodNote:
+    """The collapsed block at the end of 4.3: each live run's budget, what is and is not timed, and
+    the range of the load averages the runs ended at (from `live_table`)."""
+    loads = live["load average"].astype(float).dropna()
+    items = [f"Each layout trained once on {total_steps:,} env-steps with validation off (`eval_every=0`); "
+             "samples/s is the training loop's rate (rollout plus update). Starting the worker processes is not "
+             "timed. One run per layout: no rounds, so no verdict."]
+    if len(loads):
+        busy = loads.max() > cores
+        items.append(f"Load average at the end of each run: {_range(loads)} on {cores} cores (the number of processes "
+                     "that wanted a core, averaged over the last minute, this notebook's included)"
+                     + (": above the cores, so the runs shared the machine with other work." if busy
+                        else ": below the cores."))
+    return method_note(items, "How this run was measured")
+
+
+# --- 4.4: the committed record -------------------------------------------------------------------
+
+PHASE_COLUMNS = ("rollout", "transfer", "update", "total", "samples / s (measured)")
+"""The columns of `phase_table` the chapter shows: where the seconds go, and the rate they give."""
+
+
+def phase_view(phases: pd.DataFrame):
+    """`phase_table` as the chapter shows it (a Styler): seconds per iteration of the rollout, the
+    transfer, the update and their total, and the measured samples/s; the phases these layouts do
+    not have (all-reduce, waiting) left out."""
+    shown = phases.loc[:, list(PHASE_COLUMNS)].rename(columns={"samples / s (measured)": "samples / s"})
+    return (shown.style.format("{:.3f}", subset=["rollout", "transfer", "update", "total"])
+            .format("{:,.0f}", subset=["samples / s"])
+            .set_caption("seconds per iteration (medians over the rounds) and the measured samples/s"))
+
+
+def plot_phases(phases: pd.DataFrame, ax, cores: int | None = None) -> None:
+    """Stacked bars on ``ax``: the rollout, transfer and update seconds of one iteration per layout
+    (rows of `phase_table`); ``cores`` (the record's machine) goes into the title."""
+    left = pd.Series(0.0, index=phases.index)
+    for k, phase in enumerate(("rollout", "transfer", "update")):
+        ax.barh(phases.index, phases[phase].astype(float), left=left, color=f"C{k}", label=phase)
+        left += phases[phase].astype(float)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds per iteration (median of the rounds)")
+    machine = f" (quiet machine, {cores} CPU cores)" if cores else ""
+    ax.set_title(f"The phases of one iteration, per layout{machine}", fontsize="medium")
+    ax.set_xlim(0, 1.35 * float(left.max()))  # room for the legend beside the bars
+    ax.legend(loc="upper right")
+    ax.grid(axis="x", alpha=0.3)
+
+
+def worker_labels(table: pd.DataFrame) -> tuple[str, str, str]:
+    """The rows of `speedups` for one worker, two workers with the update on one thread, and two
+    workers with the update on two threads: ``(one_worker, one_thread, two_threads)``."""
+    labels = list(table.index)
+    try:
+        one_worker = next(label for label in labels if label.startswith("workers ×1"))
+        one_thread = next(label for label in labels if "×2" in label and "on 1 thread" in label)
+        two_threads = next(label for label in labels if "×2" in label and "on 2 threads" in label)
+    except StopIteration:
+        raise ValueError("the table holds no one-worker row, or not both two-worker rows (1 and 2 threads)") from None
+    return one_worker, one_thread, two_threads
+
+
+def speedup_title(table: pd.DataFrame) -> str:
+    """The title of the chapter's speed-up figure: how many rounds the bars summarise."""
+    return (f"Samples/s per layout: median of {int(table['repeats'].max())} rounds, whiskers min..max; "
+            "in brackets the ratio to the baseline")
+
+
+def _default_label(table: pd.DataFrame) -> str:
+    """The two-worker row of `speedups` that runs the pool's default learner threads."""
+    _, one_thread, two_threads = worker_labels(table)
+    return two_threads if DEFAULT_LEARNER_THREADS == 2 else one_thread
+
+
+def speedup_reading(table: pd.DataFrame):
+    """The reading of `speedups` (trainer and workers layouts) as Markdown: the baseline named and
+    why it is a fair one, each worker layout's speed-up against it in words (`speedup_text`, with
+    the verdict of its rounds), and what the verdicts add up to (computed from them)."""
+    one_worker, one_thread, two_threads = worker_labels(table)
+    baseline = table["baseline"].iloc[0]
+    default = _default_label(table)
+
+    def mark(label: str) -> str:
+        return " (the pool's default)" if label == default else ""
+
+    threads = re.search(r"(\d+) threads", baseline)
+    cores = (f" that may use as many cores as two workers do ({threads.group(1)} torch threads)"
+             if threads and int(threads.group(1)) >= 2 else "")
+    lines = [f"Every ratio below is against the fastest in-process trainer, the **{baseline}**: a single process"
+             f"{cores}, measured in the same rounds.", "",
+             f"* **One worker:** {scale.speedup_text(table, one_worker)}. It does the trainer's work plus a hand-off "
+             "every iteration.",
+             f"* **Two workers, update on one thread{mark(one_thread)}:** {scale.speedup_text(table, one_thread)}.",
+             f"* **Two workers, update on two threads{mark(two_threads)}:** {scale.speedup_text(table, two_threads)}.",
+             ""]
+    two = table.loc[[one_thread, two_threads], "verdict"]
+    faster = [label for label in (one_thread, two_threads) if two[label] == "faster"]
+    if faster:
+        which = "both two-worker layouts were" if len(faster) == 2 else "one two-worker layout was"
+        ending = f"So on this machine {which} faster than the fastest in-process trainer in every round."
+    elif (two == "slower").all():
+        ending = ("So on this machine both two-worker layouts were slower than the fastest in-process trainer in "
+                  "every round: the workers bought nothing.")
+    else:
+        ending = ("So on this machine no two-worker layout was faster than the fastest in-process trainer in every "
+                  "round" + (": the rounds cannot tell two workers apart from one process that steps all the envs "
+                             "itself." if (two == "inconclusive").all() else "."))
+    lines.append(ending + " 4.5 explains the default, 4.6 what more cores could buy.")
+    return _md("\n".join(lines))
+
+
+def _loads(records: Iterable[dict], layouts: Iterable[str] | None = None) -> list[float]:
+    wanted = set(layouts) if layouts is not None else None
+    return [run["loadavg"][0] for r in records if wanted is None or r.get("layout") in wanted
+            for run in (r.get("runs") or [r]) if run.get("loadavg")]
+
+
+def _provenance(records: list[dict], name: str) -> str:
+    first = records[0]
+    return (f"The record `{name}`: measured {first['date'][:16].replace('T', ' ')} UTC on {first['cpu_count']} CPU "
+            f"cores, torch {first['torch']}, {_plural(int(first['threads']), 'torch thread')} per process. Command: "
+            f"`{reader_command(first['command'])}`.")
+
+
+def record_method(records: Iterable[dict], name: str, phases: pd.DataFrame) -> MethodNote:
+    """The collapsed block at the end of 4.4, from the record ``records`` (named ``name``) and its
+    `phase_table`: the record's date, machine and command; how the rounds interleave; how a verdict is
+    read (`SPEED_TIE_MARGIN`); what the baseline is; the load averages; the same work in two processes
+    (`same_work_seconds`); and the record's noise floor (one worker's update against the in-process
+    trainer's update of the same samples on one thread)."""
+    records = list(records)
+    table = scale.speedups(records, layouts=["trainer", "workers"])
+    one_worker, _, _ = worker_labels(table)
+    cores = records[0]["cpu_count"]
+    loads = _loads(records, ("trainer", "workers"))
+    same = scale.same_work_seconds(records, "workers")
+    same_trainer = f"in-process trainer ({same['envs']} envs)"
+    worker_update, trainer_update = float(phases.loc[one_worker, "update"]), float(phases.loc[same_trainer, "update"])
+    gap = abs(worker_update / trainer_update - 1)
+    busy = min(loads) > cores
+    items = [
+        _provenance(records, name),
+        f"**Rounds.** Every configuration runs once per round, {int(table['repeats'].max())} rounds, one after the "
+        "other, so a slow spell of the machine hits all of them alike; run *i* of every configuration comes from "
+        "round *i*, and each ratio is also taken round by round.",
+        "**Verdicts.** Faster (or slower) only if every round lies above (or below) 1; a tie only if every round lies "
+        f"within ±{100 * scale.SPEED_TIE_MARGIN:g} % of 1, a stated margin (`ft.book.scale.SPEED_TIE_MARGIN`); "
+        "otherwise inconclusive: the rounds tell the two neither apart nor equal.",
+        "**The baseline.** The in-process trainer is timed on one torch thread and on two, the cores the two-worker "
+        "layouts use for their rollouts and (with two learner threads) for the update; the faster of the two is the "
+        "baseline.",
+        f"**Load average** while the record ran: {min(loads):.1f}–{max(loads):.1f} on {cores} cores (the number of "
+        "processes that wanted a core, averaged over the last minute, the benchmark's own included)"
+        + (": more than the cores, so these are a busy machine's figures." if busy else ": below the cores, a quiet "
+           "machine."),
+        f"**The same work in two processes.** One iteration's rollout of {same['envs']} envs took "
+        f"{same['trainer']:.2f} s in the in-process trainer and {same['workers']:.2f} s in one worker, in the same "
+        "rounds." + ("" if 0.83 < same["ratio"] < 1.2 else
+                     " The work is identical, so that difference is no parallel speed-up: with more runnable "
+                     "processes than cores, a layout with more processes can get a larger share of the cores."),
+        f"**The noise floor.** One worker and the {same_trainer} make the same update, on one thread and on the same "
+        f"samples: {worker_update:.2f} s and {trainer_update:.2f} s per iteration, {gap:.0%} apart for identical "
+        "work. A phase difference of that size between two layouts is noise, not a cost of the layout.",
+    ]
+    return method_note(items)
+
+
+# --- 4.5: one learner thread or two ----------------------------------------------------------------
+
+def threads_table(quiet: Mapping, loaded: Mapping):
+    """The two `learner_threads_reading`\\ s side by side (a Styler): per machine state, the range of
+    the load averages, the samples/s of two workers with the update on one thread and on two, their
+    ratio (two threads ÷ one) and the update's seconds per iteration on each."""
+    rows = {}
+    for name, reading in (("quiet machine", quiet), ("same machine, heavy load", loaded)):
+        rows[name] = {"load average": f"{min(reading['loads']):.1f}–{max(reading['loads']):.1f}",
+                      "samples / s, 1 thread": float(reading["1 thread"]),
+                      "samples / s, 2 threads": float(reading["2 threads"]),
+                      "2 threads ÷ 1 thread": float(reading["ratio"]),
+                      "update s, 1 thread": float(reading["update seconds"][1]),
+                      "update s, 2 threads": float(reading["update seconds"][2])}
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    return (table.style.format({"samples / s, 1 thread": "{:,.0f}", "samples / s, 2 threads": "{:,.0f}",
+                                "2 threads ÷ 1 thread": "{:.2f}×", "update s, 1 thread": "{:.2f}",
+                                "update s, 2 threads": "{:.2f}"})
+            .set_caption("two workers, the update on one learner thread and on two"))
+
+
+def threads_reading(quiet: Mapping, loaded: Mapping, table: pd.DataFrame):
+    """What the two `learner_threads_reading`\\ s say, as Markdown: two threads against one on the
+    quiet machine (the ratio of medians and the verdict of its rounds, `speed_verdict`), the update's
+    own speed-up, what load did, and the pool's default (`DEFAULT_LEARNER_THREADS`) with where that
+    default layout ranks among the process layouts of ``table`` (`speedups` of the quiet record)."""
+    verdict = scale.speed_verdict_words(scale.speed_verdict(quiet["rounds"]))
+    update = quiet["update seconds"][1] / quiet["update seconds"][2]
+    text = [f"On the quiet machine, two workers with the update on two threads made {quiet['ratio']:.2f}× the "
+            f"samples/s of the same layout on one thread ({verdict}); the update alone ran {update:.2f}× as fast "
+            "as on one thread."]
+    if loaded["faster"] != quiet["faster"]:
+        text.append(f"Under heavy load the order reversed: two threads made {loaded['ratio']:.2f}× the samples/s "
+                    "of one thread.")
+    else:
+        text.append(f"Under heavy load the order held: two threads made {loaded['ratio']:.2f}× the samples/s of "
+                    "one thread.")
+    default = _default_label(table)
+    processes = table.loc[table["layout"] != "trainer", "median"].astype(float)
+    everything = table["median"].astype(float)
+    if everything.idxmax() == default:
+        rank = "two workers with it made the highest median samples/s of every layout in 4.4"
+        if table.loc[default, "verdict"] != "faster":
+            rank += ", though its rounds do not tell it apart from the fastest in-process trainer"
+    elif processes.idxmin() != default:
+        rank = "it was not the slowest layout measured"
+    else:
+        rank = "yet it was the slowest worker layout measured"
+    text.append(f"The pool's default is therefore **{_plural(DEFAULT_LEARNER_THREADS, 'learner thread')}** "
+                "(`DEFAULT_LEARNER_THREADS`, used when `WorkerPool(learner_threads=None)`, at most the cores the "
+                "process may use): the faster choice on the quiet machine, the only one of the two records quiet "
+                f"enough to read speed from; {rank}.")
+    return _md(" ".join(text))
+
+
+def loaded_method(records: Iterable[dict], name: str) -> MethodNote:
+    """The collapsed block at the end of 4.5: the loaded record's date, machine and command, and
+    the load averages its worker and trainer runs ended at."""
+    records = list(records)
+    loads = _loads(records, ("trainer", "workers"))
+    return method_note([_provenance(records, name),
+                        f"Load average while it ran: {min(loads):.1f}–{max(loads):.1f} on {records[0]['cpu_count']} "
+                        "cores: many more processes wanted a core than there were. It shows what load does to the "
+                        "layouts, not their speed."], "How the loaded record was measured")
+
+
+# --- 4.6: the cost model ---------------------------------------------------------------------------
+
+def model_label(threads: int) -> str:
+    """The chapter's name of the workers cost model with the update on ``threads`` learner threads."""
+    return (f"workers, update on {_plural(threads, 'thread')}"
+            + (" (default)" if threads == DEFAULT_LEARNER_THREADS else ""))
+
+
+def model_checks(records: Iterable[dict], models: Mapping[int, scale.CostModel]) -> pd.DataFrame:
+    """`model_check` of each model of ``models`` (``{learner threads: CostModel}``), one block of rows
+    per model (`model_label`), the samples/s it predicts beside the measured ones."""
+    records = list(records)
+    return pd.concat({model_label(threads): scale.model_check(records, model) for threads, model in models.items()})
+
+
+def check_view(check: pd.DataFrame):
+    """`model_checks` as the chapter shows it (a Styler): rates with thousands separators, the error in %."""
+    return (check.drop(columns=["processes"]).style
+            .format({"model samples / s": "{:,.0f}", "measured samples / s": "{:,.0f}", "error": "{:+.0%}"})
+            .set_caption("each model against the record's points"))
+
+
+def fit_table(model: scale.CostModel) -> pd.DataFrame:
+    """The fitted terms of a workers `CostModel`, one row each with what it is and its value in
+    words: the rollout r, the update u, the serial fraction s, the update's speed-up on two threads
+    t, and the overhead o of each added worker (also as a share of one worker's iteration)."""
+    rows = {
+        "r": ("one worker's rollout", f"{model.rollout:.2f} s per iteration"),
+        "u": ("one worker's update", f"{model.update:.2f} s per iteration"),
+        "s = u / (r + u)": ("the serial fraction: the update's share of one worker's iteration",
+                            f"{model.serial_fraction:.0%}"),
+        "t": ("the update's speed-up on two threads (two threads' rate ÷ one thread's)",
+              f"{model.thread_speedup:.2f}"),
+        "o": ("what each added worker costs", f"{model.overhead:+.3f} s per iteration "
+                                              f"({model.overhead_fraction:+.1%} of one worker's iteration)"),
+    }
+    return pd.DataFrame.from_dict(rows, orient="index", columns=["what it is", "fitted on the record"]
+                                  ).rename_axis("term")
+
+
+def fit_reading(model: scale.CostModel):
+    """One or two sentences (Markdown) on a fitted workers `CostModel`: the serial fraction and the
+    bound it sets, and, for a negative fitted overhead, why the projection takes it as 0."""
+    text = (f"The update is {model.serial_fraction:.0%} of one worker's iteration: the part that more workers do not "
+            f"share. With it the model can never pass $t/s$ = {model.thread_speedup / model.serial_fraction:.1f}× "
+            "the samples/s of one worker, however many workers.")
+    if model.overhead < 0:
+        text += (" The fitted $o$ is below 0, which an added worker cannot cost: it is the noise of a two-point fit "
+                 "(compare the noise floor of 4.4), so the projection takes $o$ = 0.")
+    return _md(text)
+
+
+def projection_inputs(models: Mapping[int, scale.CostModel], table: pd.DataFrame
+                      ) -> tuple[dict[str, scale.CostModel], dict[str, dict[int, tuple]]]:
+    """What `plot_projection` takes for ``models`` (``{learner threads: CostModel}``): the models by
+    `model_label`, and each one's measured points of ``table`` (`speedups`; `measured_points`)."""
+    labelled = {model_label(threads): model for threads, model in models.items()}
+    measured = {model_label(threads): scale.measured_points(table, "workers", threads=threads) for threads in models}
+    return labelled, measured
+
+
+def projection_reading(model: scale.CostModel, projection: pd.DataFrame, baseline: str, records: Iterable[dict]):
+    """The projection of ``model`` in words (Markdown), marked as a projection: the speed-ups of
+    `project` (``projection``, against the ``baseline`` it names) beyond the process counts the
+    ``records`` measured, the bound against one worker, and the model's assumptions, each with
+    the number it takes from the record."""
+    records = list(records)
+    measured = max(int(r["processes"]) for r in records if r.get("layout") == "workers" and "phases" in r)
+    cores = records[0]["cpu_count"]
+    beyond = [(int(p), float(row["speed-up"])) for p, row in projection.iterrows() if p > measured]
+    if not beyond:
+        raise ValueError(f"the projection holds no process count beyond the {measured} measured")
+    first, *rest = beyond
+    listed = f"{first[1]:.2f}× its samples/s with {_plural(first[0], 'worker')}" + "".join(
+        f"{' and' if k == len(rest) - 1 else ','} {speed:.2f}× with {p}" for k, (p, speed) in enumerate(rest))
+    used = model.projectable()
+    envs = int(model.samples_per_process)
+    per_worker = next((int(r["envs_per_process"]) for r in records if r.get("layout") == "workers"
+                       and r.get("envs_per_process")), None)
+    lines = [f"**Projection, not measurement.** Relative to the {baseline}, the model projects {listed}. Nothing past "
+             f"{_plural(measured, 'worker')} was measured: the record's machine has {cores} cores. The projection "
+             "assumes:", "",
+             "* one free core per worker;",
+             f"* each added worker costs what the second one cost here, at least 0: $o$ = {used.overhead:.3f} s per "
+             "iteration" + (" (the fit's negative value taken as 0)" if model.overhead < 0 else "") + ";",
+             f"* the update stays on {_plural(DEFAULT_LEARNER_THREADS, 'thread')}, "
+             f"{model.thread_speedup:.2f}× as fast "
+             "as on one, as measured with two workers;",
+             f"* the same {per_worker if per_worker else '?'} envs per worker ({envs:,} samples per worker and "
+             "iteration);",
+             f"* and the baseline as measured, the {baseline}.", "",
+             "The further the curve runs from the measured points, the more of its answer comes from these "
+             "assumptions rather than from the record."]
+    return _md("\n".join(lines))
+
+
+# --- the chapter's box ---------------------------------------------------------------------------
+
+def chapter_box(live: pd.DataFrame, table: pd.DataFrame, model: scale.CostModel, loaded: Mapping,
+                name: str, date: str, loaded_name: str):
+    """The box at the end of the chapter (`measured_box`): this run's ratios to the fastest in-process
+    trainer (`live_table`), and from the quiet record ``name`` (of ``date``) the two-worker speed-ups
+    (`speedups`' ``table``), the serial fraction of ``model``, the load averages, and from the loaded
+    record ``loaded_name`` two learner threads against one (``loaded``, `learner_threads_reading`)."""
+    from . import measured_box
+    baseline = fastest_trainer(live)
+    _, one_thread, two_threads = worker_labels(table)
+    default = _default_label(table)
+    this_run = {row: f"{ratio:.2f}× the samples/s of the {baseline}"
+                for row, ratio in live["÷ fastest in-process trainer"].items() if row != baseline}
+    committed = {
+        f"{name} ({date[:10]}), two workers, update on 1 thread" + (" (the default)" if default == one_thread else ""):
+            scale.speedup_text(table, one_thread),
+        f"{name}, two workers, update on 2 threads" + (" (the default)" if default == two_threads else ""):
+            scale.speedup_text(table, two_threads),
+        f"{name}, serial fraction of one worker's iteration": f"{model.serial_fraction:.0%}",
+        f"{name}, load average while measuring": f"{table['load min'].min():.1f}–{table['load max'].max():.1f}",
+        f"{loaded_name} (load {min(loaded['loads']):.0f}–{max(loaded['loads']):.0f}), "
+        "two learner threads against one":
+            f"{loaded['ratio']:.2f}× the samples/s of one thread",
+    }
+    return measured_box(
+        this_run=this_run, committed=committed,
+        shows="where an iteration's time goes with rollout workers, what one and two workers bought against the "
+              "fastest in-process trainer on a quiet two-core machine, and which learner thread count was faster "
+              "there and under load",
+        does_not_show="machines with more free cores (the projection is a model), envs that cannot be batched, or GPUs")

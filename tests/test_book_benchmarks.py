@@ -1,0 +1,438 @@
+"""Chapter 8's readings (`finrl_tutorial.book.benchmarks`) follow their records.
+
+Each test reads a committed record (or a small one built here, where a branch needs it) and checks
+that the chapter's table or sentence says what the record says: the number in a sentence is the one
+computed from the record, every ratio names its baseline, a ratio inside the tie margin is not called
+faster, and no GPU figure is claimed for this package without a GPU record. No timing here.
+"""
+from __future__ import annotations
+
+import copy
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from finrl_tutorial.book import benchmarks, read_records, scale  # noqa: E402
+from finrl_tutorial.book.report import gpu_summary, peer_target_lines, rollout_share_table  # noqa: E402
+from finrl_tutorial.metrics import TIE_MARGIN, stored_verdict  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def env():
+    return pd.DataFrame(read_records("bench_env.jsonl"))
+
+
+@pytest.fixture(scope="module")
+def train():
+    return pd.DataFrame(read_records("bench_train.jsonl"))
+
+
+@pytest.fixture(scope="module")
+def quiet():
+    return read_records(scale.SCALE_RECORD)
+
+
+@pytest.fixture(scope="module")
+def speed(quiet):
+    return scale.speedups(quiet, layouts=["trainer", "workers", "ddp"])
+
+
+@pytest.fixture(scope="module")
+def anchors():
+    return read_records("anchors_elegantrl_h200.jsonl")
+
+
+@pytest.fixture(scope="module")
+def peer_records():
+    return read_records("bench_peers.jsonl")
+
+
+@pytest.fixture(scope="module")
+def comparisons(peer_records):
+    return benchmarks.peer_verdicts(peer_records)
+
+
+@pytest.fixture(scope="module")
+def full_run():
+    return read_records("main_job_5seeds_report.json")[0]
+
+
+def _text(shown) -> str:
+    return shown.data if hasattr(shown, "data") else str(shown)
+
+
+#: A multiplier in a sentence ("2.47×") and the words that name what it is a multiple of.
+_MULTIPLIER = re.compile(r"(?<![\w.,])\d[\d,]*(?:\.\d+)?×(?!\s*[\d(])")
+_REFERENCE = re.compile(r"\b(?:than|vs|against|over|of|its|ours|baseline)\b|÷", re.I)
+
+
+def _unnamed_multipliers(text: str) -> list[str]:
+    """Multipliers of ``text``'s sentences with no reference word in the ten words after them (nor
+    before them in the sentence); once one multiplier of a sentence names its baseline, the later ones
+    share it (the rule the built book is checked with)."""
+    unnamed = []
+    for sentence in re.split(r"(?<=[.;])\s+|\n", text):
+        named = False
+        for match in _MULTIPLIER.finditer(sentence):
+            after = " ".join(sentence[match.end():].split()[:10])
+            named = named or bool(_REFERENCE.search(after) or _REFERENCE.search(sentence[:match.start()]))
+            if not named:
+                unnamed.append(match.group(0))
+    return unnamed
+
+
+# --- the collapsed method block and the ratio format --------------------------------------------------
+
+def test_method_note_lists_its_lines_in_a_closed_block():
+    note = benchmarks.how_measured(["`bench_x.jsonl` on 2 cores", "round *i* by round *i*"], title="T")
+    page = note._repr_markdown_()
+    assert page.startswith('<details class="how-measured">') and "<details open" not in page
+    assert "\n- `bench_x.jsonl` on 2 cores\n- round *i* by round *i*\n" in page
+    assert str(note).splitlines() == ["T", "", "- `bench_x.jsonl` on 2 cores", "- round *i* by round *i*"]
+
+
+def test_times_prints_one_decimal_from_ten_and_two_below():
+    assert benchmarks.times(284.496) == "284.5×" and benchmarks.times(2.4652) == "2.47×"
+    assert benchmarks.times(1234.5) == "1,234.5×"
+
+
+# --- 8.1 where and when --------------------------------------------------------------------------------
+
+def test_sources_table_names_every_record_with_its_device_and_only_the_anchor_is_a_gpu_figure():
+    table = benchmarks.sources_table()
+    assert set(table.index) == {"bench_env.jsonl", "bench_train.jsonl", scale.SCALE_RECORD,
+                                "anchors_elegantrl_h200.jsonl", "main_job_5seeds_report.json", "bench_peers.jsonl"}
+    for name, row in table.iterrows():
+        records = read_records(name)
+        machine = records[-1].get("machine") or records[-1]
+        if row["device"].startswith("GPU"):
+            assert name == "anchors_elegantrl_h200.jsonl" and machine["gpu"] in row["device"]
+        else:
+            assert row["device"].startswith(f"CPU: {machine['cpu_count']} cores")
+        assert row["records"] == len(records)
+    words = _text(benchmarks.device_words(table))
+    assert "only those of 8.5" in words and "NVIDIA H200" in words and "not of this package's env or trainer" in words
+    assert "8.2, 8.3, 8.4, 8.7, 8.8" in words and "(2 cores)" in words
+
+
+def test_device_words_claim_no_gpu_figure_where_no_record_ran_on_a_gpu():
+    table = benchmarks.sources_table({"bench_env.jsonl": "8.2 env", "bench_peers.jsonl": "8.8 peers"})
+    words = _text(benchmarks.device_words(table))
+    assert "**GPU figures:** none" in words and "H200" not in words and "8.2, 8.8" in words
+
+
+def test_commands_note_shows_each_record_command_as_a_reader_runs_it():
+    note = str(benchmarks.commands_note(["bench_peers.jsonl", "anchors_elegantrl_h200.jsonl"]))
+    assert "/tmp/" not in note and "--out runs/peers.jsonl" in note
+    assert "`anchors_elegantrl_h200.jsonl`: not recorded: the method is in this file's first line (meta)" in note
+
+
+# --- 8.2 env throughput --------------------------------------------------------------------------------
+
+def test_env_words_state_the_record_numbers_with_the_subprocess_baseline(env, quiet):
+    words = _text(benchmarks.env_words(env, quiet))
+    best = env.loc[env["env_steps_per_s"].idxmax()]
+    assert f"{int(best['num_envs']):,} accounts, {best['env_steps_per_s']:,.0f} env-steps/s" in words
+    pair = benchmarks.batched_vs_subprocess(env)
+    assert list(pair.index) == [4]  # the only size both ran
+    rates = env.set_index(["env", "num_envs"])["env_steps_per_s"]
+    assert pair.loc[4, "batched ÷ subprocess"] == pytest.approx(rates["vec"][4] / rates["subproc"][4])
+    assert f"ran {pair.loc[4, 'batched ÷ subprocess']:.1f}× the env-steps/s of the subprocess VecEnv" in words
+    two = scale.speedups(quiet, key="env_steps_per_s", baseline="subproc ×2", layouts=["vec"]).loc["vec 2", "speed-up"]
+    assert benchmarks.quiet_two_accounts(quiet) == pytest.approx(two)
+    assert f"ran {two:.1f}× the env-steps/s of the subprocess VecEnv" in words
+    assert not _unnamed_multipliers(words)
+
+
+def test_env_words_give_the_range_where_several_sizes_are_shared(quiet):
+    frame = pd.DataFrame({"env": ["vec", "vec", "subproc", "subproc"], "num_envs": [2, 8, 2, 8],
+                          "env_steps_per_s": [400.0, 1600.0, 200.0, 200.0]})
+    words = _text(benchmarks.env_words(frame, quiet))
+    assert "At the same number of accounts (2, 8), the batched env ran 2.0× to 8.0× the env-steps/s" in words
+    assert "with 8 accounts, 1,600 env-steps/s" in words
+
+
+def test_env_note_names_both_records_and_their_dates(env, quiet):
+    note = str(benchmarks.env_note(env.to_dict("records"), quiet))
+    assert "`bench_env.jsonl`, 2026-12-01" in note and f"`{scale.SCALE_RECORD}` (2026-12-02)" in note
+
+
+def test_plot_env_throughput_draws_one_line_per_kind_and_names_the_cpu(env):
+    fig, ax = plt.subplots()
+    benchmarks.plot_env_throughput(env, ax)
+    assert {line.get_label() for line in ax.get_lines()} == set(env["env"])
+    assert "CPU" in ax.get_title() and f"{env['cpu_count'].iloc[0]} cores" in ax.get_title()
+    plt.close(fig)
+
+
+# --- 8.3 the training loop -----------------------------------------------------------------------------
+
+def test_loop_rows_keep_the_unpaired_rows_at_fifteen_stocks(train):
+    loop = benchmarks.loop_rows(train)
+    assert set(loop["stocks"]) == {15} and loop["note"].isna().all()
+    assert len(train.drop(loop.index)) == int(((train["stocks"] != 15) | train["note"].notna()).sum())
+    table = benchmarks.loop_table(loop)
+    assert table.loc[1024, ("samples_per_s", "ppo")] == pytest.approx(
+        loop[(loop["algo"] == "ppo") & (loop["num_envs"] == 1024)]["samples_per_s"].iloc[0])
+
+
+def test_loop_cost_words_carry_the_shares_computed_from_the_records(train, quiet):
+    loop = benchmarks.loop_rows(train)
+    shares = rollout_share_table(quiet)
+    largest = int(shares.index.max())
+    reading = benchmarks.loop_cost_reading(quiet)
+    assert reading["largest"] == largest
+    assert reading["update_share"] == pytest.approx(shares.loc[largest, "update's share of the loop"])
+    words = _text(benchmarks.loop_cost_words(quiet, loop))
+    assert f"At {largest:,} envs PPO's update takes **{reading['update_share']:.0%}**" in words
+    assert f"runs at {reading['rollout_share']:.0%} of the bare env's rate" in words
+    top = loop[loop["num_envs"] == loop["num_envs"].max()].set_index("algo")
+    for algo, row in top.iterrows():
+        share = 1 - row["samples_per_s"] / row["rollout_env_steps_per_s"]
+        assert benchmarks.update_shares(loop)[algo] == pytest.approx(share)
+        assert f"{share:.0%} of {algo.upper()}'s iteration" in words
+    assert "the networks, not the market simulation, are the bottleneck" in words  # the rollout is under half
+
+
+def test_loop_note_explains_the_rows_left_out_with_their_load(train, quiet):
+    loop = benchmarks.loop_rows(train)
+    note = str(benchmarks.loop_note(train, loop, quiet))
+    left_out = train.drop(loop.index)
+    assert f"Left out: {len(left_out)} rows at 30, 100, 300 stocks" in note
+    loads = pd.concat([left_out["loadavg_before"], left_out["loadavg_after"]]).str[0]
+    assert f"load average {loads.min():.1f}–{loads.max():.1f}" in note
+    assert f"{len(loop)} rows at 15 stocks" in note and "no load average recorded" in note
+
+
+# --- 8.4 scale-out -------------------------------------------------------------------------------------
+
+def test_scale_table_reads_speedups_and_names_the_baseline(speed, quiet):
+    table = benchmarks.scale_table(speed, quiet)
+    base = speed["baseline"].iloc[0]
+    assert base == "in-process trainer (128 envs, 2 threads)"  # the fastest single-process configuration
+    assert table.loc[base, "verdict"] == "the baseline" and table.loc[base, "× baseline"] == 1
+    for label, row in speed.drop(index=base).iterrows():
+        assert table.loc[label, "× baseline"] == pytest.approx(row["speed-up"])
+        assert table.loc[label, "rounds"] == f"{row['rounds min']:.2f}–{row['rounds max']:.2f}×"
+        assert table.loc[label, "verdict"].split()[0] == row["verdict"]
+    assert table.loc["ddp ×2 (128 envs)", "optimiser steps × minibatch"] == "16 × 2,048"
+    assert table.loc[base, "optimiser steps × minibatch"] == "32 × 1,024"
+
+
+def test_scale_words_group_every_layout_under_its_own_verdict(speed, quiet):
+    words = _text(benchmarks.scale_words(speed, quiet))
+    base = speed["baseline"].iloc[0]
+    assert f"the **{base}** (the fastest single-process configuration)" in words
+    lines = words.splitlines()
+    for label, row in speed.drop(index=base).iterrows():
+        heading = {"faster": "**Faster in every round**", "slower": "**Slower in every round**",
+                   "inconclusive": "**Inconclusive**", "tie": "**A tie**"}[row["verdict"]]
+        line = next(line for line in lines if line.startswith(f"* {heading}"))
+        assert f"{label}, {row['speed-up']:.2f}× its samples/s" in line
+    assert "No configuration ties with it" in words  # no committed round range lies within ±5 %
+    assert "ddp ×2 (128 envs) does not run the same update: 16 optimiser steps of 2,048" in words
+    assert not _unnamed_multipliers(words)
+
+
+def test_scale_words_call_a_tie_a_tie(speed, quiet):
+    tied = speed.copy()
+    label = "workers ×2 (128 envs, update on 2 threads)"
+    tied.loc[label, "verdict"] = "tie"
+    words = _text(benchmarks.scale_words(tied, quiet))
+    line = next(line for line in words.splitlines() if line.startswith("* **A tie**"))
+    assert label in line and "±5 %" in line and "No configuration ties" not in words
+
+
+def test_optimiser_steps_of_two_ranks_are_fewer_and_larger_on_the_same_samples(speed, quiet):
+    base = benchmarks.optimiser_steps(speed, quiet, speed["baseline"].iloc[0])
+    ddp = benchmarks.optimiser_steps(speed, quiet, "ddp ×2 (128 envs)")
+    assert ddp[0] < base[0] and ddp[0] * ddp[1] == base[0] * base[1]
+    assert benchmarks.other_update(speed, quiet, "workers ×2 (128 envs, update on 2 threads)") == ""
+
+
+def test_projection_table_is_the_cost_models_projection(speed, quiet):
+    models = benchmarks.cost_models(quiet)
+    table = benchmarks.projection_table(models, speed)
+    base = float(speed.loc[speed["baseline"].iloc[0], "median"])
+    for name, model in models.items():
+        assert table.loc[name, "projected at 16: × the fastest in-process trainer"] == pytest.approx(
+            scale.project(model, (16,), baseline=base).loc[16, "speed-up"])
+        assert table.loc[name, "serial fraction"] == pytest.approx(model.serial_fraction)
+    assert set(benchmarks.PROJECTION_FORMATS) == set(table.columns)
+
+
+def test_scale_note_holds_the_rounds_and_the_loads(speed, quiet):
+    note = str(benchmarks.scale_note(speed, quiet))
+    assert f"Load average while the rounds ran: {speed['load min'].min():.1f}–{speed['load max'].max():.1f}" in note
+    assert f"{int(speed['repeats'].max())} interleaved rounds" in note and "/tmp" not in note
+
+
+# --- 8.5 GPU -------------------------------------------------------------------------------------------
+
+def test_anchor_cites_the_record_with_date_device_commit_and_method(anchors):
+    cited = benchmarks.anchor(anchors)
+    row = next(r for r in anchors if r.get("bench") == "elegantrl_StockTradingVecEnv" and r.get("num_envs") == 4096)
+    assert cited["env_steps_per_s"] == row["env_steps_per_s"]
+    assert (cited["date"], cited["commit"], cited["gpu"]) == ("2026-11-30", "7c64395f", "NVIDIA H200")
+    assert cited["method"] == anchors[0]["meta"]["method"]
+    words = _text(benchmarks.gpu_words(anchors, pd.DataFrame()))
+    assert f"**{row['env_steps_per_s']:,.0f} env-steps/s** on one NVIDIA H200" in words
+    assert all(part in words for part in ("2026-11-30", "`7c64395f`", cited["method"]))
+    assert "no GPU measurement" in words and "×" not in words.replace("4,096 envs × 15", "")
+
+
+def test_gpu_words_state_a_ratio_only_for_a_record_on_the_same_gpu(anchors):
+    own = pd.DataFrame([{"bench": "env", "mode": "eager", "num_envs": 4096, "stocks": 15, "env_steps_per_s": 1e6,
+                         "gpu": "NVIDIA H200", "file": "gpu_h200.json"}])
+    same = _text(benchmarks.gpu_words(anchors, own))
+    reference = benchmarks.anchor(anchors)["env_steps_per_s"]
+    assert all(line in same for line in gpu_summary(own, reference)) and "no GPU measurement" not in same
+    other = _text(benchmarks.gpu_words(anchors, own.assign(gpu="NVIDIA A100")))
+    assert "another device than the cited figure, so no ratio" in other and "the reference" not in other
+
+
+def test_graph_replay_checks_read_the_gpu_records():
+    assert benchmarks.graph_replay_checks(pd.DataFrame()) == {}
+    gpu = pd.DataFrame([{"bench": "gpu", "ok": True, "file": "a.json"}, {"bench": "env", "ok": None, "file": "a.json"}])
+    assert benchmarks.graph_replay_checks(gpu) == {"a.json": True}
+
+
+def test_plot_gpu_throughput_draws_gpu_measurements_only(anchors):
+    fig, ax = plt.subplots()
+    benchmarks.plot_gpu_throughput(anchors, pd.DataFrame(), ax)
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert "ElegantRL's StockTradingVecEnv" in labels and not any("this package" in label for label in labels)
+    assert "NVIDIA H200" in ax.get_title() and "this package's env has no GPU record" in ax.get_title()
+    plt.close(fig)
+
+
+# --- 8.6 and 8.7 results over seeds ---------------------------------------------------------------------
+
+def test_full_run_words_follow_the_report(full_run):
+    words = _text(benchmarks.full_run_words(full_run))
+    versus = full_run["sharpe_vs_buy_and_hold"]
+    verdict = stored_verdict(versus, versus.get("margin", TIE_MARGIN))
+    assert f"[{versus['low']:+.2f}, {versus['high']:+.2f}]: **{verdict}**" in words
+    assert "lower end -0.253 lies beyond the tie margin" in words  # printed at two decimals it reads as -0.25
+    untrained = benchmarks.untrained_reading(full_run)
+    assert untrained["at_or_below"] == sum(s <= untrained["untrained"] + 1e-9 for s in untrained["seeds"]) == 4
+    assert f"{untrained['at_or_below']} of 5 seeds end at or below it" in words and "lies below it" in words
+    assert f"{len(full_run['seeds'])} seeds × {full_run['config']['total_steps']:,} env-steps" in words
+    assert "negative for every seed" in words
+
+
+def test_full_run_words_move_with_the_report(full_run):
+    better = copy.deepcopy(full_run)
+    better["agent"]["sharpe_ratio"] = 3.0
+    better["agent_std"]["sharpe_ratio"] = 0.01
+    per_seed = better["agent_per_seed"]
+    for row in per_seed.values() if isinstance(per_seed, dict) else per_seed:
+        row["sharpe_ratio"] = 3.0
+    better["sharpe_vs_buy_and_hold"].update(difference=0.6, low=0.3, high=0.9)
+    words = _text(benchmarks.full_run_words(better))
+    assert "**beats**" in words and "0 of 5 seeds end at or below it" in words and "lies above it" in words
+    assert "Within one seed-std" not in words
+
+
+def test_full_run_note_holds_the_machine_and_the_command(full_run):
+    note = str(benchmarks.full_run_note("main_job_5seeds_report.json", full_run))
+    assert f"{full_run['env_steps']:,} env-steps in {full_run['wall_seconds']:,.0f} s on 2 CPU cores" in note
+    assert f"`{full_run['command']}`" in note
+
+
+def test_seed_words_give_the_gap_in_standard_errors_and_the_bootstrap_verdict(full_run):
+    words = _text(benchmarks.seed_words(full_run))
+    mean, std = full_run["agent"]["sharpe_ratio"], full_run["agent_std"]["sharpe_ratio"]
+    hold = full_run["baselines"]["equal_weight_buy_and_hold"]["sharpe_ratio"]
+    error = std / len(full_run["seeds"]) ** 0.5
+    assert f"a gap of {mean - hold:+.2f}, {abs(mean - hold) / error:.1f} standard errors" in words
+    assert f"(standard error {error:.2f})" in words
+    flat = copy.deepcopy(full_run)
+    flat["agent_std"]["sharpe_ratio"] = 0.0
+    assert "the seeds barely differ" in _text(benchmarks.seed_words(flat))
+
+
+# --- 8.8 peers -----------------------------------------------------------------------------------------
+
+def test_peer_reading_does_not_call_a_ratio_inside_the_margin_faster(comparisons):
+    label = "our PPO (1,024) ÷ our PPO (64)"
+    row = comparisons.loc[label]
+    assert row["verdict"] == "faster" and abs(row["ratio of medians"] - 1) <= scale.SPEED_TIE_MARGIN
+    assert row["reading"] == "above 1 in every round, median within ±5 %"
+    words = benchmarks.peer_ratio_words(comparisons, label, rounds=False)
+    assert "so not called faster" in words and "round by round 1.02×–1.35×" in words
+    outside = comparisons[comparisons["reading"] == "faster"]
+    assert (outside["ratio of medians"] > 1 + scale.SPEED_TIE_MARGIN).all()
+
+
+def test_peer_reading_of_a_slower_ratio_inside_the_margin():
+    row = pd.Series({"verdict": "slower", "ratio of medians": 0.97})
+    assert benchmarks.peer_reading(row) == "below 1 in every round, median within ±5 %"
+    assert benchmarks.peer_reading(pd.Series({"verdict": "tie", "ratio of medians": 1.01})) == "tie"
+
+
+def test_peer_words_state_every_env_ratio_like_with_like_with_its_baseline(peer_records, comparisons):
+    words = _text(benchmarks.peer_words(peer_records, comparisons))
+    envs = comparisons[~comparisons["compares"].isin(["same learner, one account", "batching, our PPO"])]
+    for label, row in envs.iterrows():
+        assert benchmarks.times(row["ratio of medians"]) in words, label
+    assert "our single env ran 3.68× (faster in every round) the env-steps/s of FinRL's `StockTradingEnv`" in words
+    assert ("at 64, 1,024 and 4,096 accounts our batched env ran 7.63×, 2.71× and 2.47× the env-steps/s of "
+            "ElegantRL's StockTradingVmapEnv at the same count, faster in every round at each count") in words
+    assert not any("_vs_" in line for line in benchmarks.peer_notes(peer_records))
+    assert len(benchmarks.peer_notes(peer_records)) == len(peer_target_lines(peer_records)) - 3  # three goals dropped
+    assert not _unnamed_multipliers(words)
+
+
+def test_ppo_words_set_the_two_loops_side_by_side_without_a_ratio(peer_records, comparisons):
+    words = _text(benchmarks.ppo_words(peer_records, comparisons))
+    rates = {r["label"]: r["samples_per_s"] for r in peer_records if "samples_per_s" in r and "runs" in r}
+    assert f"our PPO made {rates['our_ppo_64']:,.0f} samples/s with 64 accounts" in words
+    assert f"SB3's PPO on FinRL's env {rates['sb3_ppo_finrl_env']:,.0f} samples/s with one" in words
+    for ours in ("our_ppo_64", "our_ppo_1024"):  # no ratio of the two whole setups
+        assert benchmarks.times(rates[ours] / rates["sb3_ppo_finrl_env"]) not in words
+    same = comparisons.loc["SB3's PPO on our single env (1) ÷ SB3's PPO on FinRL's env (1)"]
+    assert f"{benchmarks.times(same['ratio of medians'])} (round by round" in words
+    assert "so not called faster) its samples/s with 64" in words
+    assert not _unnamed_multipliers(words)
+
+
+def test_peers_words_and_note_name_the_run_the_cpu_and_the_installed_versions(peer_records):
+    words = _text(benchmarks.peers_words(peer_records))
+    assert "One run on 2026-12-01, on a CPU (2 cores, 1 torch thread)" in words
+    assert "finrl 0.3.7, elegantrl 0.3.6, stable-baselines3 2.9.2" in words
+    note = str(benchmarks.peers_note(peer_records, __import__("finrl_tutorial").book.peer_table(peer_records)))
+    assert "--out runs/peers.jsonl" in note and "/tmp" not in note and "stockstats 0.6.10" in note
+
+
+def test_plot_peers_draws_both_panels(peer_records, comparisons):
+    fig = plt.figure(figsize=(10, 8), layout="constrained")
+    benchmarks.plot_peers(peer_records, comparisons, fig)
+    axes = [ax for sub in fig.subfigs for ax in sub.axes]
+    assert len(axes) == 2 and len(axes[1].patches) == int(comparisons["compares"].isin(
+        ["same accounts", "batching, ours"]).sum())
+    assert "on a CPU" in fig._suptitle.get_text()
+    plt.close(fig)
+
+
+# --- the box ---------------------------------------------------------------------------------------------
+
+def test_chapter_box_names_each_record_its_device_and_its_baseline(full_run, peer_records, anchors):
+    from finrl_tutorial import make_config
+
+    records = {"env": read_records("bench_env.jsonl"), "scale": read_records(scale.SCALE_RECORD)}
+    box = benchmarks.chapter_box(full_run, make_config("ppo"), 5, records, full_run, peer_records, anchors)
+    committed = {name: value for group, name, value in box.rows if group.startswith("full size")}
+    best = next(value for name, value in committed.items() if name.startswith("best process layout ÷ fastest"))
+    assert best.startswith("ddp ×2 (128 envs): 1.29×") and "two minibatch sizes" in best
+    gpu = next(name for name in committed if "H200" in name)
+    assert "another program on another device" in gpu and "7c64395f" in gpu
+    assert all("CPU" in name for name in committed if "bench_" in name)
+    verdict = stored_verdict(full_run["sharpe_vs_buy_and_hold"], full_run["sharpe_vs_buy_and_hold"]["margin"])
+    assert committed["the full-size run, 5 seeds (main_job_5seeds_report.json)"].endswith(verdict)

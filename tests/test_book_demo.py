@@ -1,0 +1,295 @@
+"""Chapter 1's readings (`finrl_tutorial.book.demo`): each sentence and table says what its inputs say.
+
+The committed records (``main_job_5seeds_report.json``, ``bench_sweep.json``) and the embedded sample
+are read as the chapter reads them; small hand-made inputs cover the branches the records do not
+reach. No training, no timing.
+"""
+from __future__ import annotations
+
+import re
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from matplotlib.figure import Figure
+
+import finrl_tutorial as ft
+from finrl_tutorial.book import demo
+from finrl_tutorial.metrics import stored_verdict, verdict_reason
+
+EX_TIC, EX_DAY = "600276.SH", "2018-05-30"
+
+
+def _text(shown) -> str:
+    return shown if isinstance(shown, str) else shown.data
+
+
+def _numbers(text: str) -> list[str]:
+    return re.findall(r"[+-]?\d[\d,]*(?:\.\d+)?", text)
+
+
+@pytest.fixture(scope="module")
+def prepared():
+    return ft.load_market()
+
+
+@pytest.fixture(scope="module")
+def report():
+    return ft.book.read_records("main_job_5seeds_report.json")[0]
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    return ft.book.read_records("bench_sweep.json")[0]
+
+
+def test_the_chapter_reaches_the_module_as_ft_book_demo():
+    assert ft.book.demo is demo
+    assert all(callable(getattr(demo, name)) for name in demo.__all__)
+
+
+# --------------------------------------------------------------------------- data
+
+def test_source_summary_states_what_the_provider_returned():
+    facts = {"trading_days": 118, "date_range": ["2023-01-03", "2023-06-30"], "tickers": ["600000.SH", "600519.SH"],
+             "corporate_actions": [{"tic": "600000.SH"}]}
+    live = SimpleNamespace(summary=lambda: facts, benchmark=pd.Series([1.0]))
+    line = demo.source_summary("baostock", live)
+    assert line == ("baostock: 118 trading days (2023-01-03 .. 2023-06-30) of 600000.SH, 600519.SH; "
+                    "1 corporate action; with the CSI 300")
+    live = SimpleNamespace(summary=lambda: facts | {"corporate_actions": []}, benchmark=None)
+    assert demo.source_summary("akshare", live).endswith("0 corporate actions; without the CSI 300")
+
+
+def test_longest_stretch_finds_the_longest_run_and_the_first_of_equals():
+    days = pd.date_range("2020-01-01", periods=9)
+    flags = pd.Series([0, 1, 1, 0, 1, 1, 1, 0, 1], index=days).astype(bool)
+    assert demo.longest_stretch(flags) == (days[4].date(), days[6].date(), 3)
+    tie = pd.Series([1, 1, 0, 1, 1], index=days[:5]).astype(bool)
+    assert demo.longest_stretch(tie) == (days[0].date(), days[1].date(), 2)
+    assert demo.longest_stretch(pd.Series(False, index=days)) == (None, None, 0)
+
+
+def test_longest_suspension_of_the_sample_is_the_one_the_chapter_quotes(prepared):
+    full = prepared.full
+    dates = pd.DatetimeIndex(full.dates)
+    suspended = pd.Series(prepared.summary()["suspended_by_ticker"]).sort_values(ascending=False)
+    worst = suspended.index[0]
+    halted = pd.Series(~full.tradable[:, full.tickers.index(worst)].numpy(), index=dates)
+    first, last, length = demo.longest_stretch(halted)
+    assert (worst, length, str(first)) == ("600309.SH", 119, "2017-12-05")
+    inside = halted.loc[str(first):str(last)]
+    assert inside.all() and len(inside) == length  # a run of untradable days, every one of them
+
+
+def test_plot_suspensions_draws_one_row_per_stock_and_marks_each_split(prepared):
+    ax = Figure().subplots()
+    demo.plot_suspensions(ax, prepared.full, prepared.splits)
+    assert [label.get_text() for label in ax.get_yticklabels()] == prepared.full.tickers
+    assert sorted(text.get_text().strip() for text in ax.texts) == sorted(prepared.splits)
+
+
+# --------------------------------------------------------------------------- an ex-rights day
+
+def test_plot_ex_day_title_states_the_drop_of_the_close():
+    days = pd.date_range("2018-05-28", periods=4)
+    held = pd.DataFrame({"close": [100.0, 95.42, 74.52, 75.0], "wealth": [1.0e6, 1.0e6, 1.03e6, 1.04e6]}, index=days)
+    ax = Figure().subplots()
+    demo.plot_ex_day(ax, held, "2018-05-30", EX_TIC)
+    assert f"falls {100 * (1 - 74.52 / 95.42):.0f} %" in ax.get_title() and "falls 22 %" in ax.get_title()
+    first, second = ax.get_lines()[:2]
+    assert np.allclose(first.get_ydata(), held["close"] / 100.0)
+    assert np.allclose(second.get_ydata(), held["wealth"] / 1.0e6)
+
+
+def test_ex_day_sizing_gives_back_the_last_close_and_the_table_shows_it(prepared):
+    full = prepared.full
+    detected = pd.DataFrame(full.info["detected_actions"])
+    sizing = demo.ex_day_sizing(full, detected, EX_TIC, EX_DAY)
+    # the action and the reference give back the last close: no wealth appears or vanishes
+    assert (1 + sizing["bonus"]) * sizing["reference"] + sizing["dividend"] == pytest.approx(sizing["previous_close"])
+    low, high = sizing["feasible_reference"]
+    assert low <= sizing["reference"] <= high
+    assert sizing["cash_range"][0] <= sizing["dividend"] <= sizing["cash_range"][1]
+    assert sizing["cash_at_reference"][3] == pytest.approx(sizing["dividend"])  # 3 per 10 is the estimate
+    rows = demo.sizing_table(sizing, EX_DAY)["value"].droplevel(0)
+    assert rows[f"market move on {EX_DAY} (median of the other stocks)"] == f"{sizing['market_move']:+.2%}"
+    assert rows["ordinary days: a stock's own move against that median, std"] == f"{sizing['residuals'].std():.1%}"
+    assert rows["the day's low"] == f"{float(sizing['evidence']['low']):.2f}"
+    assert rows["reference the day's prices allow"] == f"{low:.2f} .. {high:.2f}"
+    assert rows["shares after the action, for every 10 held"] == f"{10 * (1 + sizing['bonus']):.0f}"
+    assert rows["cash dividend a share"] == f"¥{sizing['dividend']:.3f}"
+    assert rows["reference"] == f"{sizing['reference']:.2f}"
+    assert rows["close over the reference"] == f"{sizing['close'] / sizing['reference'] - 1:+.2%}"
+
+
+def test_own_moves_leave_out_action_days_and_centre_on_the_market(prepared):
+    residuals = demo.own_moves(prepared.full)
+    assert np.isfinite(residuals).all() and len(residuals) > 10_000
+    assert abs(np.median(residuals)) < 0.002  # against the median of the others: centred near 0
+    assert np.abs(residuals).max() < 0.25  # no ex-rights drop (an action day) among them
+
+
+# --------------------------------------------------------------------------- training
+
+def test_budget_table_compares_with_one_seed_of_the_committed_run(report):
+    result = SimpleNamespace(env_steps=16_384, wall_seconds=42.4, best_valid_sharpe=-0.512)
+    table = demo.budget_table(result, report)
+    per_seed = report["env_steps"] / len(report["seeds"])
+    this, full = table.iloc[0], table.iloc[1]
+    assert this["env-steps"] == "16,384" and this["share of the full-size budget"] == f"{16_384 / per_seed:.1%}"
+    assert this["kept checkpoint's validation Sharpe"] == "-0.51" and this["wall time"] == "42 s"
+    assert full["env-steps"] == f"{per_seed:,.0f}" and full["share of the full-size budget"] == "100%"
+    valid = list(report["valid_sharpe_per_seed"].values())
+    assert full["kept checkpoint's validation Sharpe"] == f"{min(valid):.2f} .. {max(valid):.2f}"
+    assert full["wall time"] == f"{report['wall_seconds'] / len(report['seeds']):.0f} s"
+    assert str(len(report["seeds"])) in table.index[1]
+
+
+def _log(entropy) -> pd.DataFrame:
+    steps = np.arange(1, len(entropy) + 1) * 1024
+    valid = [np.nan, -0.55, np.nan, -0.60, np.nan, -0.52][:len(entropy)]
+    return pd.DataFrame({"iteration": range(len(entropy)), "env_steps": steps, "train/final_wealth": 1.0,
+                         "valid/sharpe_ratio": valid, "loss/entropy": entropy})
+
+
+def test_mark_learning_curve_titles_state_the_log_and_a_flat_entropy_looks_flat():
+    log = _log([21.0, 21.01, 21.0, 21.02, 21.01, 21.0])
+    fig = ft.plot_learning_curve(log)
+    marks = demo.mark_learning_curve(fig, log, hold_valid_sharpe=-0.45)
+    assert marks["entropy_moved"] == "barely moved" and marks["best_valid"] == -0.52
+    titles = {ax.get_title().split(":")[0]: ax for ax in fig.axes}
+    assert titles["valid/sharpe_ratio"].get_title() == ("valid/sharpe_ratio: 3 validations, best -0.52 "
+                                                        "(at 6,144 env-steps)")
+    assert titles["loss/entropy"].get_ylim() == pytest.approx((21.0 * 0.99, 21.0 * 1.01))
+    assert "it barely moved" in titles["loss/entropy"].get_title()
+    labels = [line.get_label() for line in titles["valid/sharpe_ratio"].get_lines()]
+    assert "buy-and-hold on the validation year (-0.45)" in labels and "first validation (-0.55)" in labels
+
+
+def test_mark_learning_curve_says_when_the_entropy_fell():
+    log = _log([21.0, 20.0, 19.0, 18.0, 17.0, 16.0])
+    marks = demo.mark_learning_curve(ft.plot_learning_curve(log), log, hold_valid_sharpe=0.0)
+    assert marks["entropy_moved"] == "fell" and marks["entropy_change"] == pytest.approx(16 / 21 - 1)
+
+
+# --------------------------------------------------------------------------- the backtest
+
+def test_verdict_sentences_state_the_interval_its_verdict_and_the_margin_in_return():
+    versus = {"difference": 0.031, "low": -0.42, "high": 0.47, "verdict": "inconclusive", "margin": 0.25}
+    text = _text(demo.verdict_sentences(versus, hold_volatility=0.2))
+    assert "= +0.03, 95 % interval [-0.42, +0.47]: **inconclusive**" in text
+    assert verdict_reason("inconclusive", 0.25, -0.42, 0.47) in text
+    assert "±0.25 Sharpe is ±5.0% of annual return at buy-and-hold's volatility this year (20.0%)" in text
+    assert "fast mode" not in text and "fast mode" in _text(demo.verdict_sentences(versus, 0.2, fast=True))
+
+
+def test_with_extra_dividend_pays_on_top_of_the_detected_cash_and_leaves_the_market_alone(prepared):
+    market = prepared.test
+    before = market.dividend.clone()
+    paid = demo.with_extra_dividend(market, 120, 0.02)
+    assert torch.equal(market.dividend, before)  # a new market; the old one is untouched
+    assert torch.allclose(paid.dividend[120], before[120] + 0.02 * market.close[119])
+    others = torch.ones(market.num_days, dtype=torch.bool)
+    others[120] = False
+    assert torch.equal(paid.dividend[others], before[others]) and torch.equal(paid.close, market.close)
+
+
+def _table(agent=1.20, untrained=1.19, hold_fees=1000.0, random_fees=250_000.0) -> pd.DataFrame:
+    return pd.DataFrame({"sharpe_ratio": [agent, untrained, 1.3, -0.4], "cumulative_return": [0.3, 0.3, 0.45, -0.1],
+                         "total_fees": [900.0, 800.0, hold_fees, random_fees]},
+                        index=["agent", "untrained_agent", "equal_weight_buy_and_hold", "random"])
+
+
+def test_luck_and_training_counts_what_the_records_hold(report):
+    randoms = [SimpleNamespace(wealth=pd.Series([1.0, 1.0 + r])) for r in (-0.2, 0.5, 0.1, 0.46, -0.05)]
+    text = _text(demo.luck_and_training(randoms, _table(), report, env_steps=16_384))
+    assert "seeds 0-4: a test-split return of -20.0% .. +50.0%, 2 of 5 ahead of buy-and-hold" in text
+    assert "Seed 0 paid 250× buy-and-hold's fees" in text  # the multiple names its baseline
+    assert "16,384 env-steps: test Sharpe 1.200, its untrained network 1.190" in text
+    seeds = [row["sharpe_ratio"] for row in report["agent_per_seed"].values()]
+    untrained = report["baselines"]["untrained_agent"]["sharpe_ratio"]
+    below = sum(s <= untrained for s in seeds)
+    assert f"{below} of {len(seeds)} trained seeds sit at or below the untrained network" in text
+    assert f"the best is {max(seeds) - untrained:+.4f} from it" in text
+    assert f"test Sharpe {min(seeds):.2f} .. {max(seeds):.2f}, the untrained network {untrained:.2f}" in text
+    for bullet in text.splitlines():  # each sentence keeps to a few numbers
+        for sentence in re.split(r"(?<=\.)\s+(?=[A-Z0-9])", bullet):
+            assert len(_numbers(sentence.replace("seeds 0-4", "seeds"))) <= 4, sentence
+
+
+def test_committed_verdict_is_recomputed_from_the_bounds(report):
+    versus = report["sharpe_vs_buy_and_hold"]
+    text = _text(demo.committed_verdict(report))
+    verdict = stored_verdict(versus)
+    assert verdict == versus["verdict"] == "inconclusive"
+    assert (f"Over its {len(report['seeds'])} seeds, Sharpe(agent) − Sharpe(buy-and-hold) = "
+            f"{versus['difference']:+.2f}, 95 % interval [{versus['low']:+.2f}, {versus['high']:+.2f}]: **{verdict}**") in text
+    assert verdict_reason(verdict, versus["margin"], versus["low"], versus["high"]) in text
+    # a record written before the tie margin: its own string is not taken
+    stale = report | {"sharpe_vs_buy_and_hold": {**versus, "low": -0.1, "high": 0.1, "verdict": "inconclusive"}}
+    assert "**tie**" in _text(demo.committed_verdict(stale))
+
+
+def test_committed_table_rows_are_the_agent_and_every_baseline(report):
+    table = demo.committed_table(report)
+    assert list(table.index) == ["agent (mean of seeds)", *report["baselines"]]
+    assert table.loc["equal_weight_buy_and_hold", "sharpe_ratio"] == round(
+        report["baselines"]["equal_weight_buy_and_hold"]["sharpe_ratio"], 3)
+
+
+def test_validation_curves_and_their_reading_follow_the_sweep(sweep):
+    curves = demo.validation_curves(sweep)
+    runs = [run for run in sweep["runs"] if run["market"] == "sample" and run["variant"] == sweep["base_variant"]]
+    assert list(curves.index) == [run["seed"] for run in runs] and len(curves) == 3
+    assert all(len(run["evaluations"]) == 13 for run in runs)  # "three seeds ... thirteen times each"
+    assert curves["last validation"].tolist() == [run["evaluations"][-1]["valid_sharpe"] for run in runs]
+    text = _text(demo.validation_reading(sweep, page_hold_valid=-0.48))
+    first = runs[0]["evaluations"][0]["env_steps"]
+    picked = int((curves["best at env-steps"] == first).sum())
+    assert (f"validation Sharpe {curves['first validation'].mean():.2f} after one update, "
+            f"{curves['last validation'].mean():.2f} after {sweep['total_steps']:,} env-steps") in text
+    assert f"{picked} of 3 seeds scored best right after the first update" in text and picked >= 2
+    assert f"{runs[0]['buy_and_hold_valid_sharpe']:.2f} in the sweep, -0.48 on this page" in text
+    assert curves["last validation"].mean() < curves["first validation"].mean()  # what the chapter says
+
+
+def test_distance_from_untrained_is_zero_for_the_untrained_network_itself():
+    torch.manual_seed(0)
+    untrained, moved = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    weights = pd.DataFrame({"a": [0.5, 0.5], "b": [0.5, 0.5]})
+    other = pd.DataFrame({"a": [1.0, 1.0], "b": [0.0, 0.0]})
+    table = demo.distance_from_untrained(untrained, weights, {"same": (0, 0, untrained, weights),
+                                                              "moved": (7, 1024, moved, other)})
+    assert table.loc["same", "weights' distance from untrained"] == 0
+    assert table.loc["same", "test-year portfolio held differently"] == 0
+    assert table.loc["moved", "test-year portfolio held differently"] == pytest.approx(0.5)
+    assert (table.loc["moved", "iteration"], table.loc["moved", "env-steps"]) == (7, 1024)
+
+
+def test_how_measured_is_folded_and_names_each_record_with_its_command(report, sweep):
+    folded = demo.how_measured(report, sweep)
+    page = folded._repr_markdown_()
+    assert page.startswith('<details class="how-measured">') and "How this was measured" in page
+    assert " open" not in page.split(">")[0]  # closed until clicked
+    assert "`main_job_5seeds_report.json`" in page and "`bench_sweep.json`" in page
+    text = str(folded)
+    assert report["command"] in text and report["machine"]["date"][:10] in text
+    assert f"{report['sharpe_vs_buy_and_hold']['resamples']:,} resamples" in text
+    runs = [run for run in sweep["runs"] if run["market"] == "sample" and run["variant"] == sweep["base_variant"]]
+    assert f"each validated {len(runs[0]['evaluations'])} times over {sweep['total_steps']:,} env-steps" in text
+
+
+def test_chapter_box_names_its_records_and_recomputes_the_committed_verdict(report, sweep):
+    versus = {"difference": 0.01, "low": -0.4, "high": 0.5, "verdict": "inconclusive"}
+    moved = pd.DataFrame({"test-year portfolio held differently": [0.012]}, index=["chosen checkpoint"])
+    missing = pd.Series([0.031, 0.042])
+    box = demo.chapter_box(16_384, _table(), versus, missing, moved, report, sweep, page_hold_valid=-0.48, fast=True)
+    text = str(box)
+    assert "main_job_5seeds_report.json" in text and "bench_sweep.json" in text
+    assert (f"vs {report['baselines']['equal_weight_buy_and_hold']['sharpe_ratio']:.2f}: "
+            f"{stored_verdict(report['sharpe_vs_buy_and_hold'])}") in text
+    assert "+3.1% / +4.2% of return" in text and "1.2%" in text and "agent after 16,384 env-steps" in text
+    assert f"{len(report['data']['tickers'])} survivors" in text and "fast mode" in text
