@@ -6,7 +6,10 @@ repeating the same preamble; ``ft.book.FAST`` says whether it runs its small ver
 captions and figures: `report` (chapters 4-8: env throughput, the loop's cost, GPU,
 peers, the committed full-size run), `scale` (chapters 4, 5, 8: speed-ups, the cost model),
 `sweep` (chapters 2 and 7) and `teaching` (chapters 1-3: the yardsticks, like-with-like
-comparisons, a record's command as a reader runs it). The committed records under the
+comparisons, a record's command as a reader runs it). On top of these, one module per chapter holds
+what that chapter shows, so its visible cells stay short: `demo` (chapter 1), `learning` (1.9-1.11,
+2 and 7), `teaching_ppo` (3), `workers` (4), `learners` (5), `batched` (6) and `benchmarks` (8);
+`folded` is the closed "How this was measured" block they share. The committed records under the
 repository's ``book/data/`` ship inside the package as ``finrl_tutorial.records``, so a chapter run alone (Colab: the notebook in
 an empty folder, the package installed from the repository) finds them with :func:`record_path`.
 """
@@ -26,9 +29,7 @@ import torch
 from ..errors import InputError, show_data_warnings_in_one_line
 from ..provenance import fast_mode
 from . import report, scale, sweep
-from . import batched, benchmarks, learners, learning, workers  # one module per chapter's readings
-from . import teaching_ppo  # chapter 3's readings
-from . import demo  # chapter 1's readings
+from . import batched, benchmarks, demo, folded, learners, learning, teaching_ppo, workers  # a module per chapter
 from . import teaching  # chapters 1-3: like-with-like comparisons, Holm, distance from the untrained agent
 from .cli import cli_command, run_cli
 # The readings of committed records, one import away for the chapters (``ft.book.describe(record)``).
