@@ -17,6 +17,7 @@ from finrl_tutorial.book import (
     read_records,
     rollout_share_table,
 )
+from finrl_tutorial.book.report import code_spans, short_platform
 from finrl_tutorial.book.scale import (
     CostModel,
     fit_cost_model,
@@ -38,10 +39,24 @@ MACHINE = {"cpu_count": 2, "platform": "Linux-x", "torch": "2.13.0+cpu", "thread
 def test_provenance_reads_flat_and_nested_machine_fields():
     flat = [MACHINE | {"date": "2026-12-01T10:00:00+00:00"}, MACHINE | {"date": "2026-12-01T10:30:00+00:00"}]
     assert provenance(flat) == {"records": 2, "measured": "2026-12-01 10:00 .. 10:30 UTC", "CPU cores": "2",
-                                "torch threads": "1", "torch": "2.13.0+cpu", "GPU": "none", "platform": "Linux-x"}
+                                "torch threads": "1", "torch": "2.13.0+cpu", "GPU": "none", "platform": "Linux"}
     nested = [{"machine": MACHINE | {"date": "2026-12-01T09:00:00+00:00", "gpu": "H200"}}]
     facts = provenance(nested)
     assert facts["GPU"] == "H200" and facts["measured"].startswith("2026-12-01 09:00")
+    assert provenance(read_records("bench_train.jsonl"))["platform"] == "Linux x86-64"  # no kernel build
+
+
+def test_a_platform_string_is_shortened_to_its_system_and_architecture():
+    assert short_platform("Linux-6.18.44-fc-v1147-x86_64-with-glibc2.36") == "Linux x86-64"
+    assert short_platform("macOS-14.2-arm64-arm-64bit") == "macOS ARM64"
+    assert short_platform("not recorded") == "not recorded"
+
+
+def test_code_in_a_sentence_is_set_in_backticks():
+    text = "50 timed steps, torch.cuda.synchronize() before the clock; rate = n*steps/seconds (envs/env.py)"
+    assert code_spans(text) == ("50 timed steps, `torch.cuda.synchronize()` before the clock; "
+                                "`rate = n*steps/seconds` (`envs/env.py`)")
+    assert code_spans("no code here, 1-2 processes") == "no code here, 1-2 processes"
 
 
 def test_loop_cost_is_the_update_share_of_the_loop_time():

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from finrl_tutorial.book import batched, fit_per_call, read_records, scale
+from finrl_tutorial.book.report import code_spans
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -222,21 +223,49 @@ def test_the_gpu_reading_fits_each_curve_of_the_h200_record(gpu):
     assert set(gpu["rule-free fits"]) == {False, True}
     assert gpu["rule-free fits"][True]["call_seconds"] < gpu["rule-free fits"][False]["call_seconds"]
     assert "H200" in gpu["meta"]["device"] and set(gpu["rows"]["stocks"]) == {15}
+    calls = gpu["elegant per call"]
+    assert calls.to_dict() == pytest.approx({n: n / rate for n, rate in elegant.items()})
+    line = fit_per_call(elegant.index, elegant.to_numpy())
+    assert gpu["elegant off the line"] == pytest.approx(max(
+        abs(t - line["call_seconds"] - line["account_seconds"] * n) for n, t in calls.items()))
+    assert not batched.call_grows(calls) and batched.call_grows(pd.Series([1e-3, 3e-3], index=[1, 4096]))
+
+
+def test_the_gpu_sentences_follow_a_call_that_grows_with_its_accounts(gpu):
+    sizes = [1, 64, 1024, 4096, 16384]
+    grows = dict(gpu, elegant=pd.Series([n / (1e-3 + 1e-6 * n) for n in sizes], index=sizes))
+    grows = dict(grows, **{key: value for key, value in batched.gpu_reading(read_records(batched.GPU_RECORD)).items()
+                           if key not in ("elegant", "elegant fit", "elegant per call", "elegant off the line")})
+    calls = pd.Series([1e-3 + 1e-6 * n for n in sizes], index=sizes)
+    grows.update({"elegant fit": fit_per_call(sizes, [n / t for n, t in calls.items()]), "elegant per call": calls,
+                  "elegant off the line": 0.0})
+    text = _text(batched.gpu_text(grows, {"call_seconds": CALL, "account_seconds": ACCOUNT,
+                                          "break_even_accounts": CALL / ACCOUNT}))
+    assert "the time of a call grows with the accounts" in text and "does not grow" not in text
+    assert "beyond the largest size measured" not in text and "at most 0.0 ms off that line" in text
 
 
 def test_the_gpu_sentences_compare_each_curve_with_itself_and_state_the_fits(gpu):
     per_call = {"call_seconds": CALL, "account_seconds": ACCOUNT, "break_even_accounts": CALL / ACCOUNT}
     text = _text(batched.gpu_text(gpu, per_call))
-    fit, free = gpu["elegant fit"], gpu["rule-free fits"]
+    fit, free, calls = gpu["elegant fit"], gpu["rule-free fits"], gpu["elegant per call"]
     assert f"about {1e3 * fit['call_seconds']:.1f} ms fixed" in text
-    assert f"below about {fit['break_even_accounts']:,.0f} accounts" in text
+    assert f"equal at about {fit['break_even_accounts']:,.0f} accounts" in text
     assert f"breaks even at about {CALL / ACCOUNT:,.0f} accounts" in text
+    # the per-call times themselves, and what they show: no growth with the accounts, a rough per-account cost
+    assert all(f"{1e3 * t:.1f} ms at {int(n):,}" in text for n, t in calls.items())
+    assert "7.1 ms at 1, 6.9 ms at 64, 8.1 ms at 1,024, 11.9 ms at 4,096 and 9.1 ms at 16,384 accounts" in text
+    assert "does not grow with the accounts: it stays between 6.9 and 11.9 ms" in text
+    assert f"up to {1e3 * gpu['elegant off the line']:.1f} ms off that line" in text and "only roughly" in text
+    assert "beyond the largest size measured" in text
+    assert "stronger on a GPU" not in text
     assert f"{1e3 * free[False]['call_seconds']:.2f} ms fixed eager" in text
     assert f"{1e3 * free[True]['call_seconds']:.2f} ms as one CUDA graph" in text
     assert "×" not in text  # no ratio across the devices, nor between curves
     method = _text(batched.gpu_method(gpu))
     assert method.startswith('<details class="how-measured">') and batched.GPU_RECORD in method
-    assert gpu["meta"]["date"] in method and gpu["meta"]["method"] in method
+    assert gpu["meta"]["date"] in method and code_spans(gpu["meta"]["method"]) in method
+    assert "`torch.cuda.synchronize()`" in method
 
 
 def test_the_two_devices_figure_labels_each_curve_with_its_device(gpu):

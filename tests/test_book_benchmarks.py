@@ -19,7 +19,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from finrl_tutorial.book import benchmarks, read_records, scale  # noqa: E402
-from finrl_tutorial.book.report import gpu_summary, peer_target_lines, rollout_share_table  # noqa: E402
+from finrl_tutorial.book.report import code_spans, gpu_summary, peer_target_lines, rollout_share_table  # noqa: E402
 from finrl_tutorial.metrics import TIE_MARGIN, stored_verdict  # noqa: E402
 
 
@@ -150,11 +150,22 @@ def test_env_words_state_the_record_numbers_with_the_subprocess_baseline(env, qu
     assert not _unnamed_multipliers(words)
 
 
+def test_env_words_time_the_batched_call_from_the_vec_column(env, quiet):
+    words = _text(benchmarks.env_words(env, quiet))
+    rates = env[env["env"] == "vec"].set_index("num_envs")["env_steps_per_s"]
+    calls = benchmarks.call_seconds(env)
+    assert calls[4] == pytest.approx(4 / rates[4]) and calls[1] == pytest.approx(1 / rates[1])
+    assert f"{rates[1]:,.0f} env-steps/s with 1 account and {rates[4]:,.0f} with 4" in words
+    assert f"{1e3 * calls[1]:.2f} ms and {1e3 * calls[4]:.2f} ms: {calls[4] / calls[1]:.2f}× as long for 4" in words
+    assert 0.8 < calls[4] / calls[1] < 1.25  # 8.2's "about as long": the table's vec column, not the vmap one
+
+
 def test_env_words_give_the_range_where_several_sizes_are_shared(quiet):
     frame = pd.DataFrame({"env": ["vec", "vec", "subproc", "subproc"], "num_envs": [2, 8, 2, 8],
                           "env_steps_per_s": [400.0, 1600.0, 200.0, 200.0]})
     words = _text(benchmarks.env_words(frame, quiet))
     assert "At the same number of accounts (2, 8), the batched env ran 2.0× to 8.0× the env-steps/s" in words
+    assert "400 env-steps/s with 2 accounts and 1,600 with 8" in words and "1.00× as long for 8 accounts as for 2" in words
     assert "with 8 accounts, 1,600 env-steps/s" in words
 
 
@@ -204,10 +215,16 @@ def test_loop_note_explains_the_rows_left_out_with_their_load(train, quiet):
     loop = benchmarks.loop_rows(train)
     note = str(benchmarks.loop_note(train, loop, quiet))
     left_out = train.drop(loop.index)
-    assert f"Left out: {len(left_out)} rows at 30, 100, 300 stocks" in note
+    assert f"Left out: {len(left_out)} rows at 30, 100 and 300 stocks" in note
     loads = pd.concat([left_out["loadavg_before"], left_out["loadavg_after"]]).str[0]
-    assert f"load average {loads.min():.1f}–{loads.max():.1f}" in note
-    assert f"{len(loop)} rows at 15 stocks" in note and "no load average recorded" in note
+    assert f"Load average {loads.min():.1f}–{loads.max():.1f} on 2 cores, over those {len(left_out)} runs" in note
+    assert f"{len(loop)} rows of `bench_train.jsonl` at 15 stocks" in note and "no load average recorded" in note
+    # which rows are the current agent's: the read rows predate the change the pairs time, the scale record follows it
+    assert "made before the latest change to the code of the stockwise network" in note
+    assert f"`{scale.SCALE_RECORD}` (2026-12-02, the current agent)" in note
+    reading = benchmarks.loop_cost_reading(quiet)
+    assert f"over its {len(reading['loads'])} loop runs (1 to 256 envs)" in note
+    assert "versions of the package" not in note and "Linux" not in note
 
 
 # --- 8.4 scale-out -------------------------------------------------------------------------------------
@@ -237,6 +254,9 @@ def test_scale_words_group_every_layout_under_its_own_verdict(speed, quiet):
         assert f"{label}, {row['speed-up']:.2f}× its samples/s" in line
     assert "No configuration ties with it" in words  # no committed round range lies within ±5 %
     assert "ddp ×2 (128 envs) does not run the same update: 16 optimiser steps of 2,048" in words
+    assert "ddp ×2 (128 envs), 1.29× its samples/s (not like with like: another update, below)" in words
+    assert "its ratio is not like with like" in words
+    assert "workers ×2 (128 envs, update on 2 threads), 1.06× its samples/s." in words  # the same update: no caveat
     assert not _unnamed_multipliers(words)
 
 
@@ -260,17 +280,27 @@ def test_projection_table_is_the_cost_models_projection(speed, quiet):
     models = benchmarks.cost_models(quiet)
     table = benchmarks.projection_table(models, speed)
     base = float(speed.loc[speed["baseline"].iloc[0], "median"])
+    assert benchmarks.PROJECTED_UP_TO == 8  # as chapters 4 and 5: a two-point fit is drawn no further
     for name, model in models.items():
-        assert table.loc[name, "projected at 16: × the fastest in-process trainer"] == pytest.approx(
-            scale.project(model, (16,), baseline=base).loc[16, "speed-up"])
+        assert table.loc[name, "projected at 8: × the fastest in-process trainer"] == pytest.approx(
+            scale.project(model, (8,), baseline=base).loc[8, "speed-up"])
         assert table.loc[name, "serial fraction"] == pytest.approx(model.serial_fraction)
     assert set(benchmarks.PROJECTION_FORMATS) == set(table.columns)
 
 
 def test_scale_note_holds_the_rounds_and_the_loads(speed, quiet):
     note = str(benchmarks.scale_note(speed, quiet))
-    assert f"Load average while the rounds ran: {speed['load min'].min():.1f}–{speed['load max'].max():.1f}" in note
+    assert f"Load average {speed['load min'].min():.1f}–{speed['load max'].max():.1f} on 2 cores" in note
     assert f"{int(speed['repeats'].max())} interleaved rounds" in note and "/tmp" not in note
+    assert f"over the {int(speed['repeats'].max())} rounds of all {len(speed)} configurations of the table" in note
+
+
+def test_the_cost_model_figure_stops_at_eight_processes(speed, quiet):
+    fig, ax = plt.subplots()
+    benchmarks.plot_cost_models(benchmarks.cost_models(quiet), speed, ax)
+    assert max(max(line.get_xdata(), default=0) for line in ax.get_lines()) == 8
+    assert "projected to 8" in ax.get_title()
+    plt.close(fig)
 
 
 # --- 8.5 GPU -------------------------------------------------------------------------------------------
@@ -283,7 +313,10 @@ def test_anchor_cites_the_record_with_date_device_commit_and_method(anchors):
     assert cited["method"] == anchors[0]["meta"]["method"]
     words = _text(benchmarks.gpu_words(anchors, pd.DataFrame()))
     assert f"**{row['env_steps_per_s']:,.0f} env-steps/s** on one NVIDIA H200" in words
-    assert all(part in words for part in ("2026-11-30", "`7c64395f`", cited["method"]))
+    assert all(part in words for part in ("2026-11-30", "`7c64395f`", code_spans(cited["method"])))
+    assert "`torch.cuda.synchronize()`" in words  # the method's code is set as code
+    note = str(benchmarks.gpu_note(anchors))
+    assert "`torch.cuda.synchronize()`" in note and "`elegantrl/envs/StockTradingEnv.py`" in note
     assert "no GPU measurement" in words and "×" not in words.replace("4,096 envs × 15", "")
 
 
@@ -325,6 +358,14 @@ def test_full_run_words_follow_the_report(full_run):
     assert f"{untrained['at_or_below']} of 5 seeds end at or below it" in words and "lies below it" in words
     assert f"{len(full_run['seeds'])} seeds × {full_run['config']['total_steps']:,} env-steps" in words
     assert "negative for every seed" in words
+    # every baseline within one seed-std, equal-weight buy-and-hold (2.38 against 2.29 ± 0.12) included
+    agent, std = full_run["agent"]["sharpe_ratio"], full_run["agent_std"]["sharpe_ratio"]
+    inside = {name: row["sharpe_ratio"] for name, row in full_run["baselines"].items()
+              if abs(row["sharpe_ratio"] - agent) <= std}
+    assert benchmarks.within_one_std(full_run) == inside and "equal_weight_buy_and_hold" in inside
+    line = next(line for line in words.splitlines() if "Within one seed-std" in line)
+    assert f"({agent:.2f} ± {std:.2f})" in line
+    assert all(f"{name} {value:.2f}" in line for name, value in inside.items()) and "random" not in line
 
 
 def test_full_run_words_move_with_the_report(full_run):
@@ -429,8 +470,13 @@ def test_chapter_box_names_each_record_its_device_and_its_baseline(full_run, pee
     records = {"env": read_records("bench_env.jsonl"), "scale": read_records(scale.SCALE_RECORD)}
     box = benchmarks.chapter_box(full_run, make_config("ppo"), 5, records, full_run, peer_records, anchors)
     committed = {name: value for group, name, value in box.rows if group.startswith("full size")}
-    best = next(value for name, value in committed.items() if name.startswith("best process layout ÷ fastest"))
-    assert best.startswith("ddp ×2 (128 envs): 1.29×") and "two minibatch sizes" in best
+    assert not any("best" in name for name in committed)  # a layout is named, never called the best
+    ddp = committed[f"ddp ×2 (128 envs) ÷ fastest in-process trainer, CPU ({scale.SCALE_RECORD})"]
+    assert ddp.startswith("1.29×, faster in every round; not like with like: 16 optimiser steps of 2,048 samples "
+                          "against the baseline's 32 of 1,024")
+    workers = committed[f"workers ×2 (128 envs, update on 2 threads) ÷ fastest in-process trainer, CPU "
+                        f"({scale.SCALE_RECORD})"]
+    assert workers == "1.06×, inconclusive"
     gpu = next(name for name in committed if "H200" in name)
     assert "another program on another device" in gpu and "7c64395f" in gpu
     assert all("CPU" in name for name in committed if "bench_" in name)

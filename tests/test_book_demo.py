@@ -183,7 +183,11 @@ def test_verdict_sentences_state_the_interval_its_verdict_and_the_margin_in_retu
     assert "= +0.03, 95 % interval [-0.42, +0.47]: **inconclusive**" in text
     assert verdict_reason("inconclusive", 0.25, -0.42, 0.47) in text
     assert "±0.25 Sharpe is ±5.0% of annual return at buy-and-hold's volatility this year (20.0%)" in text
-    assert "fast mode" not in text and "fast mode" in _text(demo.verdict_sentences(versus, 0.2, fast=True))
+    assert "fast mode" not in text and "mechanics" not in text
+    fast = _text(demo.verdict_sentences(versus, 0.2, fast=True))
+    assert "**" not in fast  # no bold verdict on a small-budget run
+    assert 'The rule returns "inconclusive" here' in fast and "fast mode" in fast and "the loop's mechanics" in fast
+    assert "= +0.03, 95 % interval [-0.42, +0.47]" in fast and "±5.0% of annual return" in fast
 
 
 def test_with_extra_dividend_pays_on_top_of_the_detected_cash_and_leaves_the_market_alone(prepared):
@@ -252,6 +256,9 @@ def test_validation_curves_and_their_reading_follow_the_sweep(sweep):
     assert (f"validation Sharpe {curves['first validation'].mean():.2f} after one update, "
             f"{curves['last validation'].mean():.2f} after {sweep['total_steps']:,} env-steps") in text
     assert f"{picked} of 3 seeds scored best right after the first update" in text and picked >= 2
+    for seed, row in curves[curves["best at env-steps"] != first].iterrows():  # each other seed, where it peaked
+        assert f"Seed {seed} scored best at validation {row['best at validation']}." in text
+    assert text.count("scored best at validation") == len(curves) - picked
     assert f"{runs[0]['buy_and_hold_valid_sharpe']:.2f} in the sweep, -0.48 on this page" in text
     assert curves["last validation"].mean() < curves["first validation"].mean()  # what the chapter says
 
@@ -267,6 +274,24 @@ def test_distance_from_untrained_is_zero_for_the_untrained_network_itself():
     assert table.loc["same", "test-year portfolio held differently"] == 0
     assert table.loc["moved", "test-year portfolio held differently"] == pytest.approx(0.5)
     assert (table.loc["moved", "iteration"], table.loc["moved", "env-steps"]) == (7, 1024)
+
+
+def _moved(chosen, last, weights=(0.025, 0.031)) -> pd.DataFrame:
+    return pd.DataFrame({"weights' distance from untrained": list(weights),
+                         "test-year portfolio held differently": [chosen, last]},
+                        index=["chosen checkpoint", "last checkpoint"])
+
+
+def test_distance_reading_says_what_the_two_distances_show():
+    text = _text(demo.distance_reading(_moved(0.008, 0.0081)))
+    assert "The chosen checkpoint holds 0.8% of wealth differently" in text and "the last checkpoint 0.8%" in text
+    assert "Both hold nearly the untrained network's portfolio." in text
+    assert "about equally close" in text and "2.5% and 3.1%" in text and "fast mode" not in text
+    assert "fast mode" in _text(demo.distance_reading(_moved(0.008, 0.0081), fast=True))
+    further = _text(demo.distance_reading(_moved(0.01, 0.20)))
+    assert "The last checkpoint moved further from it than the chosen one." in further
+    assert "nearly" not in further and "equally" not in further
+    assert "The chosen checkpoint moved further" in _text(demo.distance_reading(_moved(0.12, 0.02)))
 
 
 def test_how_measured_is_folded_and_names_each_record_with_its_command(report, sweep):
@@ -293,3 +318,8 @@ def test_chapter_box_names_its_records_and_recomputes_the_committed_verdict(repo
             f"{stored_verdict(report['sharpe_vs_buy_and_hold'])}") in text
     assert "+3.1% / +4.2% of return" in text and "1.2%" in text and "agent after 16,384 env-steps" in text
     assert f"{len(report['data']['tickers'])} survivors" in text and "fast mode" in text
+    assert "the rule returns inconclusive (mechanics, not a finding)" in text  # a small-budget run's verdict
+    full = str(demo.chapter_box(16_384, _table(), versus, missing, moved, report, sweep, page_hold_valid=-0.48,
+                                fast=False))
+    assert "mechanics" not in full and "[-0.40, +0.50]: inconclusive" in full
+    assert "earlier ex-day sizing" in full  # the sweep's record predates a change, said once

@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 import finrl_tutorial as ft  # noqa: E402
 from finrl_tutorial.book import learners, read_records, scale  # noqa: E402
+from finrl_tutorial.book.teaching import reader_command  # noqa: E402
 from finrl_tutorial.errors import InputError  # noqa: E402
 
 #: A number right before "×" (as tests/test_book.py reads a multiplier).
@@ -120,17 +121,21 @@ def test_the_reading_states_the_record_s_numbers_against_the_fastest_trainer(qui
     text = _text(learners.ddp_reading(quiet))
     bullets = _bullets(text)
     headline = bullets[0]
-    assert headline.startswith("**Two ranks**")
-    assert f"{table.loc[two, 'speed-up']:.2f}× the samples/s of the fastest {baseline}" in headline
+    (steps, size), (base_steps, base_size) = learners.optimiser_steps(quiet, two), learners.optimiser_steps(quiet, baseline)
+    assert (steps, size) != (base_steps, base_size)
+    # not like with like first, then the step difference, then the ratio, then what would make it like with like
+    assert headline.startswith("**Not like with like.** Per iteration, two ranks take")
+    steps_at = headline.index(f"{steps} optimiser steps of {size:,} samples")
+    assert f"takes {base_steps} steps of {base_size:,}" in headline
+    ratio_at = headline.index(f"{table.loc[two, 'speed-up']:.2f}× the samples/s of the fastest {baseline}")
+    assert steps_at < ratio_at < headline.index(f"`batch_size={size}`")
     assert table.loc[two, "verdict"] == "faster" and "faster in every round" in headline
+    assert "The record has none, so part of the ratio may come from the larger steps" in headline
+    assert "speed-up" not in headline.lower() and "best" not in text
     where = next(b for b in bullets if b.startswith("**Where the time goes:**"))
     pair = phases.loc[two]
     for value in (pair["total"], pair["all_reduce"], pair["waiting"]):
         assert f"{value:.2f} s" in where
-    (steps, size), (base_steps, base_size) = learners.optimiser_steps(quiet, two), learners.optimiser_steps(quiet, baseline)
-    update = next(b for b in bullets if b.startswith("**Not the same update:**"))
-    assert f"{steps} optimiser steps of {size:,} samples" in update and f"takes {base_steps} steps of {base_size:,}" in update
-    assert f"no trainer with {size:,}-sample steps" in update
     single = next(b for b in bullets if b.startswith("**One rank**"))
     assert f"{table.loc[one, 'speed-up']:.2f}× the samples/s of the same baseline" in single
     assert f"{table.loc['in-process trainer (64 envs)', 'speed-up']:.2f}× it" in single
@@ -138,7 +143,7 @@ def test_the_reading_states_the_record_s_numbers_against_the_fastest_trainer(qui
     assert ("costs little" in single) == (ratio < 0.05)
     against_one = next(b for b in bullets if b.startswith("**Against one rank**"))
     assert f"{table.loc[two, 'median'] / table.loc[one, 'median']:.2f}× its samples/s" in against_one
-    assert "not the headline" in against_one
+    assert "not the comparison to read" in against_one
     assert bullets.index(against_one) > bullets.index(headline)  # the headline is against the fastest trainer
     assert not _unnamed_multipliers(text)
 
@@ -161,7 +166,8 @@ def test_a_record_with_the_larger_steps_measured_drops_the_may_come_sentence(qui
     baseline, _, two = learners.ddp_labels(table)
     size = learners.optimiser_steps(quiet, two)[1]
     text = _text(learners.ddp_reading(_modified(quiet, "in-process trainer (64 envs)", batch_size=size)))
-    assert "**Not the same update:**" in text and "part of the gain may come" not in text
+    assert text.startswith("* **Not like with like.**") and f"`batch_size={size}`" in text
+    assert "part of the ratio may come" not in text
 
 
 def test_the_measurement_note_is_a_dropdown_with_the_record_s_method(quiet, table):
@@ -170,7 +176,10 @@ def test_the_measurement_note_is_a_dropdown_with_the_record_s_method(quiet, tabl
     assert f"`{scale.SCALE_RECORD}`" in text and quiet[0]["date"][:10] in text
     assert f"{int(table['repeats'].max())} times in interleaved rounds" in text
     low, high, cores = table["load min"].min(), table["load max"].max(), quiet[0]["cpu_count"]
-    assert f"{low:.1f}–{high:.1f} on {cores} cores" in text and "a quiet machine" in text  # high < cores
+    assert f"{low:.1f}–{high:.1f} over the runs of the in-process trainer and DDP, on {cores} cores" in text
+    assert "a quiet machine" in text  # high < cores
+    assert f"`{reader_command(quiet[0]['command'])}`" in text  # the command, as code
+    assert "Two ranks (other optimiser steps, so not like with like: see above) ran" in text
     same = scale.same_work_seconds(quiet, "ddp")
     assert f"{same['trainer']:.2f} s in the in-process trainer and {same['ddp']:.2f} s in one DDP rank" in text
     assert "not parallelism" not in text  # the same work took about as long in both processes
@@ -213,6 +222,8 @@ def test_the_projection_is_marked_as_one_and_states_the_model_s_numbers(quiet, t
     faster = learners.faster_device(model)
     assert faster.overhead == model.overhead and faster.rollout == pytest.approx(model.rollout / 10)
     assert f"rises to {faster.overhead_fraction:+.0%}" in text and "10 times shorter" in text
+    assert "the model projects that a fast device needs larger per-rank batches" in text
+    assert "That is why" not in text  # a what-if of the model, not a measurement
     assert f"{model.samples_per_process // ft.make_config('ppo').horizon_len} envs per rank" in text
     assert not _unnamed_multipliers(text)
 
@@ -245,7 +256,8 @@ def test_the_loaded_reading_states_its_record_s_speed_up_verdict_and_load(loaded
     assert text.startswith("* **Under heavy load**") and row["load min"] > 2 * loaded[0]["cpu_count"]
     assert f"{row['speed-up']:.2f}× the samples/s of the fastest {baseline} there" in text
     assert row["verdict"] == "inconclusive" and "inconclusive" in text
-    assert f"{row['load min']:.0f}–{row['load max']:.0f} on {loaded[0]['cpu_count']} cores" in text
+    assert (f"{row['load min']:.1f}–{row['load max']:.1f} over the runs of two DDP ranks, "
+            f"on {loaded[0]['cpu_count']} cores") in text
     assert not _unnamed_multipliers(text)
 
 
@@ -260,6 +272,7 @@ def test_the_committed_rows_name_their_record_and_repeat_its_readings(quiet, tab
     baseline, one, two = learners.ddp_labels(table)
     values = list(rows.values())
     assert values[0] == scale.speedup_text(table, two) and values[2] == scale.speedup_text(table, one)
+    assert list(rows)[0].endswith("DDP two ranks, not like with like (next row)")
     assert baseline in values[1]
     pair = phases.loc[two]
     assert values[3] == f"{pair['all_reduce'] + pair['waiting']:.2f} s of {pair['total']:.2f} s"

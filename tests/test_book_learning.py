@@ -94,6 +94,11 @@ def test_the_bridge_reads_the_five_seed_report():
     assert f"{sum(s <= untrained for s in seeds)} of the {len(seeds)} trained seeds" in text
     # an inconclusive interval whose end lies just beyond the margin says so: it is no tie
     assert versus["verdict"] == "inconclusive" and "beyond the tie margin" in text
+    # the interval counts the days, not the spread between seeds: the seeds' own differences stand beside it
+    hold = main_job["baselines"]["equal_weight_buy_and_hold"]["sharpe_ratio"]
+    own = [s - hold for s in seeds]
+    assert "not the spread between seeds" in text and f"run from {min(own):+.2f} to {max(own):+.2f}" in text
+    assert abs(sum(own) / len(own) - versus["difference"]) < 1e-6  # their mean is the interval's statistic
     _clean(text)
     # the verdict comes from the bounds, not the stored string: an interval inside the margin is a tie
     inside = dict(main_job, sharpe_vs_buy_and_hold=dict(versus, low=-0.2, high=0.1, verdict="inconclusive"))
@@ -161,6 +166,32 @@ def test_the_walkforward_sentence_reads_the_widths_and_the_checkpoints(walkforwa
     method = str(learning.walkforward_method(walkforward, reading, {"2019": 0.48}, 0.494, ("2019-01-02", "2020-01-03")))
     assert "--out runs/bench_walkforward.json" in method and "2019 +48.0%" in method and "+49.4%" in method
     assert not re.search(r"/tmp/", method)
+    # what the intervals count, beside the seeds' own spread (the widest year, and pooled)
+    seeds = reading["seed_differences"]
+    spread = {year: max(v) - min(v) for year, v in seeds.items() if year != "pooled"}
+    widest = max(spread, key=spread.get)
+    assert "counts the noise of the days, not the spread between seeds" in text
+    assert f"up to {spread[widest]:.2f} Sharpe units within one year ({widest})" in text
+    assert f"pooled from {min(seeds['pooled']):+.2f} to {max(seeds['pooled']):+.2f}" in text
+    _clean(text)
+    # verdict fine print goes into the folded block, one paragraph after the record's
+    folded = learning.walkforward_method(walkforward, reading, fine_print=["One claim.", "Another."])
+    page = folded._repr_markdown_()
+    assert "One claim. Another." in page and page.index("The record bench_walkforward") < page.index("One claim.")
+
+
+def test_the_seeds_own_differences_average_to_each_interval_and_sit_beside_it(walkforward):
+    reading = learning.walkforward_reading(walkforward)
+    seeds = reading["seed_differences"]
+    assert list(seeds) == list(reading["intervals"])
+    for year, values in seeds.items():
+        assert len(values) == len(walkforward["seeds"])
+        assert abs(np.mean(values) - reading["intervals"][year]["difference"]) < 1e-9
+    table = learning.with_seed_spread(teaching.walkforward_table(walkforward), reading)
+    columns = list(table.columns)
+    assert columns[columns.index("agent − buy-and-hold [95 %]") + 1] == "seeds' own differences"
+    for (label, row), values in zip(table.iterrows(), seeds.values()):
+        assert row["seeds' own differences"] == f"{min(values):+.2f} to {max(values):+.2f}", label
 
 
 # --------------------------------------------------------------------------- chapter 1.11: realistic strength, run longer
@@ -196,12 +227,59 @@ def test_the_budget_sentence_says_what_its_cell_records(realistic, ic, stocks):
     beats = row["beats_buy_and_hold"]
     assert ("on no market" in text) == (beats == 0) and ("on all 5 markets" in text) == (beats == row["seeds"])
     assert f"earned {short['informed oracle captured (pooled)']:.2f} of the informed oracle's excess" in text
-    # a ceiling only where the informed oracle gained on every market of the cell
+    # what the longer run's mean excess did: rose at every check, or rose to a peak and then fell
+    excess = reading["long_run"]["agent excess"]
+    peak = excess.idxmax()
+    if peak == excess.index[-1]:
+        assert "rose at every check" in text and excess.is_monotonic_increasing
+    else:
+        assert f"rose to {excess[peak]:+.1%} at {peak:,} env-steps, then fell to {excess.iloc[-1]:+.1%}" in text
+        assert "rose at every check" not in text
+    # a ceiling only on the markets where the agent's excess stayed below the oracle's
     cell = oracles.loc[(ic, stocks)]
-    ceiling = bool((cell["informed test excess"] > 0).all())
-    assert ("here the oracle is a ceiling" in text) == ceiling and ("no ceiling here" in text) == (not ceiling)
-    lost = int((cell["its test excess"] < 0).sum())
-    assert (f"rule chosen on four years lost on {lost} of them" in text) == (lost > 0)
+    agent = learning.agent_excess_per_market(realistic, ic, stocks, 900_000)
+    for column, name in (("informed test excess", "the informed oracle"), ("its test excess", "The rule chosen on four years")):
+        assert learning.ceiling_text(agent, cell[column], name) in text
+        above = [m for m in cell.index if agent[m] > cell.loc[m, column]]
+        assert ("here it is a ceiling" in learning.ceiling_text(agent, cell[column], name)) == \
+               (not above and bool((cell[column] > 0).all()))
+    _clean(text)
+
+
+def test_the_weak_cell_reads_its_peak_and_no_oracle_as_a_ceiling_where_the_agent_was_above(realistic):
+    table = learning.budget_table(realistic, 0.03, 30)
+    text = _text(learning.budget_text(learning.budget_reading(table, DEFAULT), realistic,
+                                      teaching.informed_oracle_table(realistic), 0.03, 30))
+    excess = table.loc[900_000]["agent excess"]
+    assert excess.idxmax() != excess.index[-1] and "then fell to" in text  # the record: rose, then fell
+    assert "here it is a ceiling" not in text and "so it is a ceiling only on" in text
+
+
+def test_ceiling_text_names_the_markets_where_the_agent_was_above():
+    oracle = pd.Series({0: 0.3, 1: 0.1, 2: -0.1})
+    text = learning.ceiling_text(pd.Series({0: 0.1, 1: 0.2, 2: 0.0}), oracle, "The oracle")
+    assert text == ("The oracle lost to buy-and-hold on 1 of the 3 markets. The agent was above it on markets 1 "
+                    "and 2, so it is a ceiling only on market 0.")
+    below = learning.ceiling_text(pd.Series({0: 0.1, 1: 0.0}), pd.Series({0: 0.3, 1: 0.1}), "The oracle")
+    assert below == "The oracle gained on every market. The agent stayed below it on each market: here it is a ceiling."
+    nowhere = learning.ceiling_text(pd.Series({0: 0.5}), pd.Series({0: 0.3}), "The oracle")
+    assert nowhere.endswith("above it on market 0, so it is a ceiling on no market.")
+
+
+def test_the_ic_scale_comes_from_the_market_model_and_the_costs():
+    from finrl_tutorial import EnvConfig, SyntheticSpec
+
+    text = _text(learning.ic_scale_text((0.05, 0.03), EnvConfig()))
+    spec = SyntheticSpec()
+    assert f"standard deviation of {spec.noise_volatility:.2%}" in text
+    for ic in (0.05, 0.03):
+        assert f"{SyntheticSpec(ic=ic).loading:.2%} at IC {ic:g}" in text
+    # 2016 rates: commission both sides, stamp duty on the sale, transfer fee both sides, slippage both sides
+    config = EnvConfig()
+    round_trip = 2 * config.fees.commission_rate + 0.001 + 2 * 0.00002 + 2 * config.slippage
+    assert f"about {round_trip:.2%} of the value traded" in text
+    assert f"about {round_trip / SyntheticSpec(ic=0.05).loading:.1f} days at IC 0.05" in text
+    assert "Grinold" not in text
     _clean(text)
 
 
@@ -262,9 +340,21 @@ def test_the_reading_names_the_baseline_of_every_multiplier_and_only_costs_beyon
                                        sweep))
     assert "relative to the base on this machine: repeat_times=16 4.0×, repeat_times=2 0.6×" in text
     assert "Only repeat_times=16 lies beyond the timing noise of 2.2 (a factor of 2.0 between" in text
-    assert "17.4× as far per iteration as the base did" in text
+    assert "In the live sweep, repeat_times=16 moved the policy 17.4× as far per iteration as the base did" in text
+    kl = {(r["market"], r["variant"]): r["approx_kl_mean"] for r in sweep["summary"]}
+    sample, synthetic = (kl[(m, "repeat_times=16")] / kl[(m, "base")] for m in ("sample", "synthetic"))
+    assert (f"* **Drift.** In the full-size record, repeat_times=16 moved the policy {sample:.1f}× as far per "
+            f"iteration as the base did on the sample, and {synthetic:.1f}× as far on the synthetic markets") in text
+    assert f"Seed noise alone would flag about {0.1 * len(tests):.1f} of them" in text and "chance gives" not in text
+    assert "* **This run.** Update cost" in text and "mechanics" not in text
+    fast = _text(learning.reading_text(cost, 17.4, tests, 0.1, overfit.loc["sample"], overfit.drop(index="sample"),
+                                       sweep, fast=True))
+    live = fast.splitlines()[-1]  # this run's own numbers: labelled as mechanics, nothing in bold
+    assert live.startswith("* This run's mechanics (fast mode") and "**" not in live and "17.4×" in live
+    assert fast.index("**Drift.**") < fast.index("This run's mechanics")
+    _clean(fast)
     flagged = tests[~tests["non-overlap verdict"].isin(learning.NO_CALL)]
-    assert f"flags {len(flagged)} of {len(tests)} comparisons" in text and "none remains" in text
+    assert f"flags {len(flagged)} of the {len(tests)} comparisons" in text and "none remains" in text
     assert f"deflated Sharpe of {overfit.loc['sample', 'deflated Sharpe']:.2f}" in text
     assert "* **Quality on synthetic** (final validation Sharpe, 3 seeds): outside the seed spread: " \
            "batch_size=4096 (lower)" in text
@@ -300,7 +390,11 @@ def test_the_record_sentences_and_the_comparisons_agree_with_the_sweep(sweep):
     method = str(learning.sweep_method(sweep, "bench_sweep.json", "runs/bench_sweep.json", live_hold=-0.57))
     recorded = next(r["buy_and_hold_valid_sharpe"] for r in sweep["summary"] if r["market"] == "sample")
     assert ("-0.57 on chapter 1's prices" in method) == (abs(recorded + 0.57) >= 0.005)
-    assert "--out runs/bench_sweep.json" in method
+    assert "--out runs/bench_sweep.json`" in method and "): `python -m finrl_tutorial bench sweep" in method
+    assert sweep["machine"]["platform"] not in method and "2 CPUs" in method
+    if abs(recorded + 0.57) >= 0.005:  # said once, as a fact about the record, with what it means
+        assert method.count("earlier sizing of detected ex-days") == 1
+        assert "the comparisons among them share it" in method
 
 
 def test_the_selection_and_pbo_sentences_read_their_tables(sweep):
@@ -309,6 +403,9 @@ def test_the_selection_and_pbo_sentences_read_their_tables(sweep):
     sample = overfit.loc["sample"]
     assert f"best of {sample['trials (checkpoints)']} checkpoints" in text
     assert f"its deflated Sharpe is **{sample['deflated Sharpe']:.2f}**" in text
+    per_run = overfit.drop(index="sample")["deflated, one trial per run"]
+    assert (f"it is {per_run.min():.2f} to {per_run.max():.2f} there: at or above 0.95 on "
+            f"{int((per_run >= 0.95).sum())} of the {len(per_run)} synthetic markets") in text
     examples = [teaching.pbo_example(seed=seed, days=250) for seed in range(3)]
     rows = learning.pbo_rows(examples)
     text = _text(learning.pbo_text(rows))
@@ -325,6 +422,22 @@ def test_the_kl_ratios_are_each_variant_over_the_base(sweep):
     sample = {r["variant"]: r["approx_kl_mean"] for r in sweep["summary"] if r["market"] == "sample"}
     assert ratios.loc["batch_size=256", "sample (full size)"] == pytest.approx(sample["batch_size=256"] / sample["base"])
     assert np.isnan(ratios.loc["batch_size=256", "live run"])
+
+
+def test_the_cost_block_and_the_update_share_name_no_platform_string_and_bold_no_timing():
+    import platform
+
+    from finrl_tutorial.book import scale
+
+    quiet = read_records(scale.SCALE_RECORD)
+    quiet_base = learning.quiet_base_cost(quiet)
+    per_10k = pd.DataFrame({"rollout": [1.0], "update": [1.0]}, index=["base"])
+    method = str(learning.cost_method(0.5, 0.7, quiet, per_10k, quiet_base, 2, scale.SCALE_RECORD))
+    row = next(r for r in quiet if r["layout"] == "trainer" and r["num_envs"] == 64)
+    assert platform.platform() not in method and row["platform"] not in method
+    assert f"torch {row['torch']}" in method and "load average 0.5 before the rounds" in method
+    share = _text(learning.update_share_text(per_10k, quiet_base))
+    assert share.startswith("The update takes 50% of the base's time on this machine") and "**" not in share
 
 
 # --------------------------------------------------------------------------- chapter 7: your own data
@@ -368,7 +481,8 @@ def test_the_factor_tests_table_and_box_read_the_paired_tests(factor):
     shown = tests.assign(**{"p (Holm)": [0.01, 0.5]})
     assert "below the 5 % level" in _text(learning.factor_tests_text(shown, 0.1, 3))
     method = str(learning.factor_method(factor))
-    assert "--out runs/bench_factor.json" in method and "/tmp/" not in method
+    assert "--out runs/bench_factor.json`" in method and "/tmp/" not in method
+    assert factor["machine"]["platform"] not in method
 
 
 def test_broken_tables_break_one_thing_each():
@@ -380,6 +494,8 @@ def test_broken_tables_break_one_thing_each():
     assert cases["text in a price column"].loc[5, "close"] == "n/a"
     assert np.isnan(cases["a missing price"].loc[7, "open"]) and cases["a zero price"].loc[8, "low"] == 0
     assert cases["high below low"].loc[9, "high"] < cases["high below low"].loc[9, "low"]
+    unit = cases["an optional column in the wrong unit"]
+    assert (unit["amount"] / unit["volume"] == unit["close"] / 1000).all() and "amount" not in good
     assert len(cases["the same day twice"]) == 13 and set(cases["a stock with one bar"]["tic"]) == {"600000.SH",
                                                                                                   "600999.SH"}
     for name, frame in cases.items():  # the good table itself is untouched

@@ -286,6 +286,43 @@ def test_interval_table_writes_the_intervals_it_is_given(learn):
     assert row["95 % interval (uncorrected)"] == f"[{interval['low']:+.2f}, {interval['high']:+.2f}]"
 
 
+def test_paired_text_names_the_pairs_and_carries_the_interval_and_the_holm_verdict(learn):
+    steps = teaching_ppo.sb3_steps(learn)
+    comparisons = {"PPO − A2C": PPO_VS_A2C, "ours − SB3": (("ppo", steps, "last"), ("sb3_ppo", steps, "last"))}
+    by_family = teaching.paired_by_family(learn, comparisons)
+    text, brief = (_text(teaching_ppo.paired_text(learn, by_family, comparisons, brief=b)) for b in (False, True))
+    lines, brief_lines = text.splitlines(), brief.splitlines()
+    assert len(lines) == len(brief_lines) == 2 and all(line.startswith("* **") for line in lines + brief_lines)
+    for line, short, (name, (a, b)) in zip(lines, brief_lines, comparisons.items()):
+        pairs = teaching.paired_captures(learn, a, b)
+        pooled = by_family.loc[(name, "all families")]
+        interval = f"95 % interval [{pooled['low']:+.2f}, {pooled['high']:+.2f}]"
+        for family, group in pairs.groupby("family"):  # every market both ran, by its seed
+            seeds = ", ".join(str(m) for m in group["market"])
+            assert f"{family} {seeds}" in line and f"{family} {seeds}" in short
+        for shown in (line, short):
+            assert shown.startswith(f"* **{name}**") and f"{len(pairs)} (family, market) pairs both ran" in shown
+            assert f"{pooled['mean difference']:+.2f}, {interval}" in shown
+            assert f"{pooled['verdict']} after Holm" in short or pooled["verdict"] != "inconclusive"
+        side = "contains 0" if pooled["low"] <= 0 <= pooled["high"] else "lies"
+        assert f"uncorrected interval {side}" in line and f"(p = {pooled['p (Holm)']:.2f})" in line
+    # the record: no comparison survives Holm, pooled or in any family; the SB3 interval alone excludes 0
+    assert text.count("inconclusive") == 4 and "ahead" not in text
+    assert "contains 0" in lines[0] and "lies above 0" in lines[1]
+
+
+def test_paired_text_names_the_learner_ahead_when_holm_calls_a_difference(learn):
+    comparisons = {"PPO − A2C": PPO_VS_A2C}
+    by_family = teaching.paired_by_family(learn, comparisons).copy()
+    by_family["verdict"] = ["first ahead"] * (len(by_family) - 1) + ["second ahead"]
+    text = _text(teaching_ppo.paired_text(learn, by_family, comparisons))
+    assert "After Holm's correction over every row of the table: A2C ahead" in text
+    assert "PPO ahead in each of its" in text
+    by_family.iloc[0, by_family.columns.get_loc("verdict")] = "inconclusive"
+    mixed = _text(teaching_ppo.paired_text(learn, by_family, comparisons))
+    assert f"per family: {by_family.index[0][1]} inconclusive, {by_family.index[1][1]} PPO ahead" in mixed
+
+
 def test_learn_method_note_is_folded_and_states_the_record(learn):
     steps = teaching_ppo.sb3_steps(learn)
     ours_sb3 = (("ppo", steps, "last"), ("sb3_ppo", steps, "last"))
@@ -328,4 +365,4 @@ def test_chapter_box_states_this_run_and_the_committed_intervals(learn):
         pytest.approx([round(v, 1) for v in z], abs=1e-9)
     v = versus["PPO minus A2C"]
     assert rows["PPO minus A2C (bench_learn.json, uncorrected)"] == \
-        f"{v['mean']:+.2f} [{v['low']:+.2f}, {v['high']:+.2f}] over {v['n']} markets"
+        f"{v['mean']:+.2f} [{v['low']:+.2f}, {v['high']:+.2f}] over the {v['n']} (family, market) pairs both ran"

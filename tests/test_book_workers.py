@@ -115,11 +115,12 @@ def test_live_reading_states_the_default_layouts_ratio_with_its_baseline_and_war
     default = workers.default_live_row(quiet, cores=2)
     assert default == f"2 workers, update on {DEFAULT_LEARNER_THREADS} thread" + ("s" if DEFAULT_LEARNER_THREADS > 1 else "")
     ratio = LIVE_RATES[2, DEFAULT_LEARNER_THREADS] / 5000.0
-    assert (f"({default}) made **{ratio:.2f}×** the samples/s of the fastest in-process trainer "
+    assert (f"({default}) made {ratio:.2f}× the samples/s of the fastest in-process trainer "
             "(here the in-process trainer, 2 threads)") in text
-    assert "fast mode's small budget" in text and "busy" not in text
+    assert "**" not in text  # no bold verdict on a live (fast-mode) number
+    assert "fast mode's small budget" in text and "the mechanics, not a finding" in text and "busy" not in text
     full = _text(workers.live_reading(quiet, cores=2, fast=False))
-    assert "fast mode" not in full and "baseline. One short run is one noisy draw." in full
+    assert "fast mode" not in full and "baseline. One short run is one noisy draw, not a finding." in full
     busy = workers.live_table(_runs(LIVE_RATES), {key: 3.5 for key in LIVE_RATES})
     assert "The machine was busy" in _text(workers.live_reading(busy, cores=2, fast=True))
     # one core: the pool's default falls back to one thread
@@ -129,11 +130,11 @@ def test_live_reading_states_the_default_layouts_ratio_with_its_baseline_and_war
 def test_live_method_names_the_budget_and_the_load_range():
     live = workers.live_table(_runs(LIVE_RATES), {(0, 1): 0.4, (0, 2): 1.6, (1, 1): 0.9, (2, 1): 1.0, (2, 2): 1.2})
     text = str(workers.live_method(live, cores=2, total_steps=32_768))
-    assert "32,768 env-steps" in text and "0.4–1.6 on 2 cores" in text and "`eval_every=0`" in text
+    assert "32,768 env-steps" in text and "0.4–1.6 over the runs above, on 2 cores" in text and "`eval_every=0`" in text
     assert "below the cores" in text and "shared the machine" not in text
     busy = workers.live_table(_runs(LIVE_RATES), {key: 2.5 for key in LIVE_RATES})
     text = str(workers.live_method(busy, cores=2, total_steps=32_768))
-    assert "2.5 on 2 cores" in text and "above the cores, so the runs shared the machine" in text
+    assert "2.5 over the runs above, on 2 cores" in text and "above the cores, so the runs shared the machine" in text
 
 
 # --- 4.4: the committed record -------------------------------------------------------------------
@@ -160,8 +161,8 @@ def test_speedup_reading_quotes_the_shared_sentences_names_the_baseline_and_sums
     assert ("**Two workers, update on two threads (the pool's default):**" in text) == (default == two_threads)
     # the committed verdicts: both two-worker layouts inconclusive, so no claim of a speed-up
     assert {table.loc[one_thread, "verdict"], table.loc[two_threads, "verdict"]} == {"inconclusive"}
-    assert "no two-worker layout was faster than the fastest in-process trainer in every round" in text
-    assert "cannot tell two workers apart" in text
+    assert "no two-worker layout beat the fastest in-process trainer in every round" in text
+    assert "the rounds cannot tell two workers from one process" in text
     # every multiplier of the reading is followed by what it is a multiple of
     for match in re.finditer(r"\d\.\d\d×", text):
         after = text[match.end():match.end() + 40]
@@ -180,7 +181,7 @@ def test_speedup_reading_follows_other_verdicts(table):
     mixed = table.copy()
     mixed.loc[one_thread, "verdict"] = "slower"
     text = _text(workers.speedup_reading(mixed))
-    assert "no two-worker layout was faster" in text and "cannot tell" not in text
+    assert "no two-worker layout beat" in text and "cannot tell" not in text
 
 
 def test_worker_labels_need_every_worker_row(table):
@@ -196,7 +197,9 @@ def test_record_method_holds_the_records_provenance_rounds_loads_and_noise_floor
     assert f"{int(table['repeats'].max())} rounds" in text
     assert f"±{100 * scale.SPEED_TIE_MARGIN:g} %" in text
     loads = [run["loadavg"][0] for r in record if r["layout"] in ("trainer", "workers") for run in r["runs"]]
-    assert f"{min(loads):.1f}–{max(loads):.1f} on {first['cpu_count']} cores" in text
+    assert (f"{min(loads):.1f}–{max(loads):.1f} over the runs of the in-process trainer and the workers, "
+            f"on {first['cpu_count']} cores") in text
+    assert workers.load_range(record, ("trainer", "workers")) in text
     assert "a quiet machine" in text and "busy machine" not in text
     same = scale.same_work_seconds(record, "workers")
     assert f"took {same['trainer']:.2f} s in the in-process trainer and {same['workers']:.2f} s in one worker" in text
@@ -222,7 +225,12 @@ def test_threads_table_and_reading_say_what_the_two_records_say(record, loaded_r
     shown = workers.threads_table(quiet, loaded).data
     assert shown.loc["quiet machine", "2 threads ÷ 1 thread"] == pytest.approx(quiet["ratio"])
     assert shown.loc["same machine, heavy load", "update s, 2 threads"] == pytest.approx(loaded["update seconds"][2])
-    assert shown.loc["quiet machine", "load average"] == f"{min(quiet['loads']):.1f}–{max(quiet['loads']):.1f}"
+    column = "load average over the runs of two workers"
+    assert shown.loc["quiet machine", column] == f"{min(quiet['loads']):.1f}–{max(quiet['loads']):.1f}"
+    # the same runs, the same function as every other load range of the chapter
+    assert f"{shown.loc['quiet machine', column]} over the runs of two workers" == workers.load_range(record, ("workers",), 2)
+    assert f"{shown.loc['same machine, heavy load', column]} over the runs of two workers" == \
+        workers.load_range(loaded_records, ("workers",), 2)
     text = _text(workers.threads_reading(quiet, loaded, table))
     verdict = scale.speed_verdict_words(scale.speed_verdict(quiet["rounds"]))
     assert f"made {quiet['ratio']:.2f}× the samples/s of the same layout on one thread ({verdict})" in text
@@ -233,7 +241,7 @@ def test_threads_table_and_reading_say_what_the_two_records_say(record, loaded_r
     # the default's rank, from the table: here the highest median, its rounds inconclusive
     default = workers.worker_labels(table)[2]
     assert table["median"].astype(float).idxmax() == default
-    assert "highest median samples/s of every layout in 4.4, though its rounds do not tell it apart" in text
+    assert "highest median samples/s of the layouts in 4.4, but its rounds do not tell it apart" in text
 
 
 def test_threads_reading_follows_a_record_where_the_order_holds_and_the_default_ranks_lower(record, table):
@@ -242,7 +250,7 @@ def test_threads_reading_follows_a_record_where_the_order_holds_and_the_default_
     lower = table.copy()
     lower.loc[lower.index[0], "median"] = 10 * float(lower["median"].max())  # a trainer far ahead
     text = _text(workers.threads_reading(quiet, held, lower))
-    assert "Under heavy load the order held" in text and "it was not the slowest layout measured" in text
+    assert "Under heavy load the order held" in text and "It was not the slowest layout measured" in text
     slowest = table.copy()
     default = workers.worker_labels(table)[2]
     slowest.loc[default, "median"] = 1.0
@@ -252,7 +260,8 @@ def test_threads_reading_follows_a_record_where_the_order_holds_and_the_default_
 def test_loaded_method_names_the_loaded_record_and_its_loads(loaded_records):
     text = str(workers.loaded_method(loaded_records, scale.LOADED_SCALE_RECORD))
     loads = [run["loadavg"][0] for r in loaded_records if r["layout"] in ("trainer", "workers") for run in r["runs"]]
-    assert f"`{scale.LOADED_SCALE_RECORD}`" in text and f"{min(loads):.1f}–{max(loads):.1f} on 2 cores" in text
+    assert f"`{scale.LOADED_SCALE_RECORD}`" in text
+    assert f"{min(loads):.1f}–{max(loads):.1f} over the runs of the in-process trainer and the workers, on 2 cores" in text
 
 
 # --- 4.6: the cost model ---------------------------------------------------------------------------
@@ -316,8 +325,7 @@ def test_projection_inputs_pair_each_model_with_its_measured_points(table, model
 def test_chapter_box_names_its_records_and_quotes_the_shared_sentences(record, loaded_records, table, models):
     live = workers.live_table(_runs(LIVE_RATES))
     loaded = scale.learner_threads_reading(loaded_records)
-    box = workers.chapter_box(live, table, models[2], loaded, scale.SCALE_RECORD, record[0]["date"],
-                              scale.LOADED_SCALE_RECORD)
+    box = workers.chapter_box(live, record, models[2], loaded_records, scale.SCALE_RECORD, scale.LOADED_SCALE_RECORD)
     rows = {name: value for _, name, value in box.rows}
     _, one_thread, two_threads = workers.worker_labels(table)
     assert rows[f"{scale.SCALE_RECORD} ({record[0]['date'][:10]}), two workers, update on 1 thread"] == \
@@ -327,7 +335,31 @@ def test_chapter_box_names_its_records_and_quotes_the_shared_sentences(record, l
     assert rows["2 workers, update on 2 threads"] == \
         f"{LIVE_RATES[2, 2] / 5000.0:.2f}× the samples/s of the in-process trainer, 2 threads"
     assert rows[f"{scale.SCALE_RECORD}, serial fraction of one worker's iteration"] == f"{models[2].serial_fraction:.0%}"
-    assert any(name.startswith(scale.LOADED_SCALE_RECORD) for name in rows)
+    assert rows[f"{scale.SCALE_RECORD}, load average while measuring"] == workers.load_range(record, ("trainer", "workers"))
+    loaded_row = next(name for name in rows if name.startswith(scale.LOADED_SCALE_RECORD))
+    assert workers.load_range(loaded_records, ("workers",), 2) in loaded_row
+    assert rows[loaded_row] == f"{loaded['ratio']:.2f}× the samples/s of one thread"
+
+
+def test_load_range_names_the_runs_it_covers(record, loaded_records):
+    loads = workers.run_loads(record, ("trainer", "workers"))
+    assert loads == [run["loadavg"][0] for r in record if r["layout"] in ("trainer", "workers") for run in r["runs"]]
+    assert workers.load_range(record, ("trainer", "workers")) == \
+        f"{min(loads):.1f}–{max(loads):.1f} over the runs of the in-process trainer and the workers"
+    everything = workers.run_loads(record)
+    assert len(everything) > len(loads) and workers.load_range(record).endswith(" over every run of the record")
+    pair = workers.run_loads(loaded_records, ("ddp",), 2)
+    assert pair == [run["loadavg"][0] for r in loaded_records if r["layout"] == "ddp" and r["processes"] == 2
+                    for run in r["runs"]]
+    assert workers.load_range(loaded_records, ("ddp",), 2).endswith(" over the runs of two DDP ranks")
+    assert workers.load_scope(("trainer", "workers", "ddp")) == \
+        "over the runs of the in-process trainer, the workers and DDP"
+    with pytest.raises(ValueError):
+        workers.load_range(record, ("nothing",))
+
+
+def test_window_text_prints_half_open_windows():
+    assert workers.window_text([(365, 731), (0, 365)]) == "worker 0: days [365, 731), worker 1: days [0, 365)"
 
 
 # --- the words ---------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from ..bench.scale import loadavg, scale_label
 from ..errors import InputError
 from .cli import cli_command
 from .folded import MethodNote, how_measured
+from .report import code_spans
 from .scale import (LOADED_SCALE_RECORD, SCALE_RECORD, SPEED_TIE_MARGIN, fit_per_call, near_boundary_words,
                     speed_verdict, speed_verdict_words, speedups)
 
@@ -342,7 +343,7 @@ one at the end of the round, on {a['cores']} cores):
 The committed comparisons come from `{SCALE_RECORD}` ({committed['date']}, {committed['cores']} CPU
 cores; load average {_range(pair['load min'], pair['load max'], 1)} during its two-process runs)
 and `{LOADED_SCALE_RECORD}` (the same command on the same machine under heavy load, load average
-{_range(loaded['load min'], loaded['load max'], 0)}); each two-process rate there is the median of
+{_range(loaded['load min'], loaded['load max'], 0)} during its two-process runs); each two-process rate there is the median of
 {int(pair['repeats'])} repeats, against a single run of one process.
 """)
 
@@ -354,14 +355,18 @@ def gpu_reading(anchors: list[dict], stocks: int = 15) -> dict:
     stocks (``"rows"``, with ``graph`` True or False), ElegantRL's `StockTradingVecEnv` env-steps/s
     by accounts (``"elegant"``) and the `fit_per_call` of its call (``"elegant fit"``), and the fits of
     the rule-free batched env eager and as one CUDA graph (``"rule-free fits"``, keyed by
-    ``graph``)."""
+    ``graph``), the seconds of one ElegantRL call at each measured size (``"elegant per call"``) and
+    the largest distance of those seconds from the fitted line (``"elegant off the line"``)."""
     rows = pd.DataFrame([r for r in anchors if r.get("stocks") == stocks and r.get("env_steps_per_s") is not None])
     rows["graph"] = rows["graph"].eq(True) if "graph" in rows else False
     elegant = (rows[rows["bench"] == "elegantrl_StockTradingVecEnv"].set_index("num_envs")["env_steps_per_s"]
                .sort_index())
     free = rows[rows["bench"] == "ref_batched_env"]
-    return {"meta": anchors[0]["meta"], "rows": rows, "elegant": elegant,
-            "elegant fit": fit_per_call(elegant.index, elegant.to_numpy()),
+    fit = fit_per_call(elegant.index, elegant.to_numpy())
+    per_call = pd.Series(elegant.index.to_numpy() / elegant.to_numpy(), index=elegant.index)
+    line = fit["call_seconds"] + fit["account_seconds"] * per_call.index.to_numpy()
+    return {"meta": anchors[0]["meta"], "rows": rows, "elegant": elegant, "elegant fit": fit,
+            "elegant per call": per_call, "elegant off the line": float(abs(per_call.to_numpy() - line).max()),
             "rule-free fits": {bool(graph): fit_per_call(part["num_envs"].to_numpy(),
                                                          part["env_steps_per_s"].to_numpy())
                                for graph, part in free.groupby("graph")}}
@@ -383,16 +388,40 @@ def plot_gpu_beside_cpu(gpu: dict, rate: pd.Series, ax) -> None:
     ax.legend(fontsize="small")
 
 
+def call_grows(per_call: pd.Series) -> bool:
+    """Whether the seconds of one call (``per_call``, by accounts) grow with the accounts: the call at
+    the largest size takes at least twice as long as the call at the smallest."""
+    return bool(per_call.iloc[-1] >= 2 * per_call.iloc[0])
+
+
 def gpu_text(gpu: dict, per_call: dict):
-    """Each curve's own shape (`gpu_reading`), never one curve against another: the fixed cost of
-    ElegantRL's call on the H200 and its break-even size beside ours on this CPU (``per_call``,
-    6.3), and the fixed cost of the rule-free env's call eager and as a CUDA graph. Returns Markdown."""
-    fit, free = gpu["elegant fit"], gpu["rule-free fits"]
+    """Each curve's own shape (`gpu_reading`), never one curve against another: the seconds of one call
+    of ElegantRL's env on the H200 at each measured size, whether they grow with the accounts, the fit of
+    6.1 through them with how far the points lie off its line, its break-even size beside ours on this
+    CPU (``per_call``, 6.3), and the fixed cost of the rule-free env's call eager and as a CUDA graph.
+    Returns Markdown."""
+    fit, free, calls = gpu["elegant fit"], gpu["rule-free fits"], gpu["elegant per call"]
+    small, large = int(calls.index[0]), int(calls.index[-1])
+    times = [f"{1e3 * t:.1f} ms at {int(n):,}" for n, t in calls.items()]
+    times = ", ".join(times[:-1]) + f" and {times[-1]}"
+    shape = (f"From {small:,} to {large:,} accounts the time of a call grows with the accounts."
+             if call_grows(calls) else
+             f"From {small:,} to {large:,} accounts the time of a call does not grow with the accounts: it stays between "
+             f"{1e3 * calls.min():.1f} and {1e3 * calls.max():.1f} ms. The fixed cost of a call dominates over the whole "
+             "range measured.")
+    per_account_total = fit["account_seconds"] * large
+    rough = (f" The points lie up to {1e3 * gpu['elegant off the line']:.1f} ms off that line, more than its "
+             f"per-account part adds at {large:,} accounts ({1e3 * per_account_total:.1f} ms), so they fix the "
+             "per-account cost only roughly." if gpu["elegant off the line"] > per_account_total else
+             f" The points lie at most {1e3 * gpu['elegant off the line']:.1f} ms off that line.")
+    beyond = ("; that lies beyond the largest size measured, so it is the line's extrapolation"
+              if fit["break_even_accounts"] > large else "")
     return _markdown(
-        f"On the H200, a fit of ElegantRL's `StockTradingVecEnv` call gives about {1e3 * fit['call_seconds']:.1f} ms "
-        f"fixed and {1e9 * fit['account_seconds']:.0f} ns per account: the fixed part dominates below about "
-        f"{fit['break_even_accounts']:,.0f} accounts. Ours, on this CPU in this run (6.3), breaks even at about "
-        f"{per_call['break_even_accounts']:,.0f} accounts. The rule-free env's call costs "
+        f"On the H200, one call of ElegantRL's `StockTradingVecEnv` took {times} accounts. {shape} A straight "
+        f"line through these times (the fit of 6.1) gives about {1e3 * fit['call_seconds']:.1f} ms fixed and "
+        f"{1e9 * fit['account_seconds']:.0f} ns per account.{rough} The line puts the size at which the two parts "
+        f"are equal at about {fit['break_even_accounts']:,.0f} accounts{beyond}. Ours, on this CPU in this run (6.3), "
+        f"breaks even at about {per_call['break_even_accounts']:,.0f} accounts. The rule-free env's call costs "
         f"{1e3 * free[False]['call_seconds']:.2f} ms fixed eager, and {1e3 * free[True]['call_seconds']:.2f} ms "
         "as one CUDA graph.")
 
@@ -403,7 +432,7 @@ def gpu_method(gpu: dict):
     meta = gpu["meta"]
     return _dropdown("Where the GPU figures come from", f"""
 The record `{GPU_RECORD}` was measured on {meta['device']}, on {meta['date']}, with {meta['stocks']} stocks:
-{meta['what']}. Method: {meta['method']}. The fits are the same least-squares line as in 6.3
+{code_spans(meta['what'])}. Method: {code_spans(meta['method'])}. The fits are the same least-squares line as in 6.3
 (`ft.book.fit_per_call`), through each curve's own points.
 """)
 

@@ -17,7 +17,7 @@ import pandas as pd
 from ..metrics import TIE_MARGIN, stored_verdict, verdict_reason
 from . import folded
 from .folded import MethodNote
-from .report import gpu_summary, peer_summary, peer_target_lines, provenance, rollout_share_table
+from .report import code_spans, gpu_summary, peer_summary, peer_target_lines, provenance, rollout_share_table
 from .scale import (SCALE_RECORD, SPEED_TIE_MARGIN, fit_cost_model, measured_points, peer_comparisons,
                     phase_table, plot_projection, project, speed_verdict_words)
 from .teaching import reader_command
@@ -173,17 +173,32 @@ ENV_NAMES = {"vec": "the batched env", "vmap": "the vmap env", "subproc": "the s
              "single": "the single env"}
 
 
+def call_seconds(env: pd.DataFrame, kind: str = "vec") -> pd.Series:
+    """Seconds of one step call of the env ``kind`` at each number of accounts of a ``bench env`` frame:
+    accounts ÷ env-steps/s."""
+    part = env[env["env"] == kind].set_index("num_envs")["env_steps_per_s"].sort_index()
+    return pd.Series(part.index.to_numpy() / part.to_numpy(), index=part.index)
+
+
 def env_words(env: pd.DataFrame, scale_records: Iterable[dict]) -> object:
-    """What 8.2's records say, as Markdown: the fastest env, the batched env against the subprocess
-    VecEnv at the same accounts (`batched_vs_subprocess`), and the same pair at 2 accounts in the scale
-    record (another run)."""
+    """What 8.2's records say, as Markdown: the fastest env, the batched env's call at its two smallest
+    sizes (`call_seconds`, from the table's ``vec`` column), the batched env against the subprocess VecEnv
+    at the same accounts (`batched_vs_subprocess`), and the same pair at 2 accounts in the scale record
+    (another run)."""
     best = env.loc[env["env_steps_per_s"].idxmax()]
     pair = batched_vs_subprocess(env)
     ratio = pair["batched ÷ subprocess"]
     same = (f"{ratio.iloc[0]:.1f}×" if len(ratio) == 1 else f"{ratio.min():.1f}× to {ratio.max():.1f}×")
+    rates = env[env["env"] == "vec"].set_index("num_envs")["env_steps_per_s"].sort_index()
+    calls = call_seconds(env)
+    small, next_size = int(calls.index[0]), int(calls.index[1])
     return _markdown(
         f"* The fastest: {ENV_NAMES.get(best['env'], best['env'])} (`{best['env']}`) with "
         f"{int(best['num_envs']):,} accounts, {best['env_steps_per_s']:,.0f} env-steps/s.\n"
+        f"* One call of the batched env (the table's `vec` column): {rates[small]:,.0f} env-steps/s with {small} "
+        f"account{'' if small == 1 else 's'} and {rates[next_size]:,.0f} with {next_size}, so a call took "
+        f"{1e3 * calls[small]:.2f} ms and {1e3 * calls[next_size]:.2f} ms: {calls[next_size] / calls[small]:.2f}× "
+        f"as long for {next_size} accounts as for {small}.\n"
         f"* At the same number of accounts ({', '.join(map(str, pair.index))}), the batched env ran {same} the "
         "env-steps/s of the subprocess VecEnv.\n"
         f"* Another run, 8.4's record, at 2 accounts: the batched env ran {quiet_two_accounts(scale_records):.1f}× "
@@ -206,7 +221,8 @@ def env_note(env_records: Sequence[dict], scale_records: Sequence[dict]) -> Meth
 
 def loop_rows(train: pd.DataFrame, stocks: int = 15) -> pd.DataFrame:
     """The ``bench train`` rows at ``stocks`` stocks that are not in pairs (a pair, marked by its
-    ``note``, compares two versions of the package's code under one load: read against each other only)."""
+    ``note``, times one command before and after a change to the stockwise network, back to back under
+    one load: read against each other only)."""
     paired = train["note"].notna() if "note" in train else pd.Series(False, index=train.index)
     return train[(train["stocks"] == stocks) & ~paired]
 
@@ -272,21 +288,29 @@ def loop_note(train: pd.DataFrame, loop: pd.DataFrame, scale_records: Sequence[d
     the scale record's rows."""
     left_out = train.drop(loop.index)
     reading = loop_cost_reading(scale_records)
-    items = [f"`bench_train.jsonl`: {len(loop)} rows at {loop['stocks'].iloc[0]} stocks "
-             f"({_date(loop.to_dict('records'))}), "
-             "from the two `bench train` commands of the chapter's opening; "
+    shares = rollout_share_table(scale_records)
+    items = [f"Read here: {len(loop)} rows of `bench_train.jsonl` at {loop['stocks'].iloc[0]} stocks "
+             f"({_date(loop.to_dict('records'))}), from the two default `bench train` commands at 15 stocks (8.1 lists them); "
              + ("no load average recorded." if "loadavg_before" not in loop or loop["loadavg_before"].isna().all()
                 else "load average recorded.")]
     if len(left_out):
         loads = pd.concat([left_out["loadavg_before"], left_out["loadavg_after"]]).str[0]
-        items.append(f"Left out: {len(left_out)} rows at {', '.join(map(str, sorted(set(left_out['stocks']))))} "
-                     f"stocks. They come in pairs: one command run twice, back to back, on "
-                     f"{left_out['code'].nunique()} versions of the package's code (before and after one change of "
-                     f"its stockwise network), at load average {loads.min():.1f}–{loads.max():.1f} on "
-                     f"{left_out['cpu_count'].iloc[0]} cores. A pair is read against itself only.")
-    items.append(f"The update's share comes from `{SCALE_RECORD}` ({_date(scale_records)}), which measured the bare "
-                 f"env, the rollout and the whole loop together at each size, at load average "
-                 f"{min(reading['loads']):.1f}–{max(reading['loads']):.1f} on {reading['cores']} cores.")
+        if pd.to_datetime(loop["date"]).max() < pd.to_datetime(left_out["date"]).min():
+            items.append("These rows were made before the latest change to the code of the stockwise network (the "
+                         "left-out rows below time that change), so they show the loop's shape; the current agent's "
+                         f"loop is timed in `{SCALE_RECORD}`.")
+        items.append(f"Left out: {len(left_out)} rows at {_listed([str(n) for n in sorted(set(left_out['stocks']))])} "
+                     "stocks, each command run twice back to back, once before and once after that change, to "
+                     "compare the two; a pair is read against itself only. Load average "
+                     f"{loads.min():.1f}–{loads.max():.1f} on {left_out['cpu_count'].iloc[0]} cores, over those "
+                     f"{len(left_out)} runs.")
+    current = (len(left_out) and pd.to_datetime([r["date"] for r in scale_records]).min()
+               > pd.to_datetime(left_out["date"]).max())  # made after the change the pairs time
+    items.append(f"The update's share comes from `{SCALE_RECORD}` ({_date(scale_records)}"
+                 + (", the current agent" if current else "") + "), which "
+                 "measured the bare env, the rollout and the whole loop together at each size. Load average "
+                 f"{min(reading['loads']):.1f}–{max(reading['loads']):.1f} on {reading['cores']} cores, over its "
+                 f"{len(reading['loads'])} loop runs ({int(shares.index.min()):,} to {int(shares.index.max()):,} envs).")
     return how_measured(items)
 
 
@@ -314,8 +338,8 @@ def other_update(scale: pd.DataFrame, scale_records: Iterable[dict], label: str)
     (base_steps, base_size) = optimiser_steps(scale, records, scale["baseline"].iloc[0])
     return "" if size == base_size else (
         f"{steps} optimiser steps of {size:,} samples per iteration against the baseline's {base_steps} of "
-        f"{base_size:,}, so it compares two minibatch sizes as well as one process with "
-        f"{int(scale.loc[label, 'processes'])}, as chapter 5.5 explains")
+        f"{base_size:,}, so its ratio is not like with like: it compares two minibatch sizes as well as one "
+        f"process with {int(scale.loc[label, 'processes'])}, as chapter 5.5 explains")
 
 
 def scale_title(scale: pd.DataFrame, scale_records: Sequence[dict]) -> str:
@@ -360,8 +384,10 @@ def scale_words(scale: pd.DataFrame, scale_records: Iterable[dict]) -> object:
     for verdict, heading in groups.items():
         part = others[others["verdict"] == verdict]
         if len(part):
-            lines.append(f"* {heading}: " + "; ".join(f"{label}, {row['speed-up']:.2f}× its samples/s"
-                                                      for label, row in part.iterrows()) + ".")
+            lines.append(f"* {heading}: " + "; ".join(
+                f"{label}, {row['speed-up']:.2f}× its samples/s"
+                + (" (not like with like: another update, below)" if other_update(scale, records, label) else "")
+                for label, row in part.iterrows()) + ".")
     ties = others[others["verdict"] == "tie"]
     if ties.empty:
         lines.append(f"* No configuration ties with it: no one's rounds all lie within ±{100 * margin:g} %.")
@@ -381,8 +407,9 @@ def scale_note(scale: pd.DataFrame, scale_records: Sequence[dict]) -> MethodNote
         f"{int(scale['repeats'].max())} interleaved rounds: every configuration runs once per round, so a busy "
         "spell of the machine hits all of them alike; round *i* of a configuration is divided by round *i* of the "
         "baseline, and the verdict reads those ratios.",
-        f"Load average while the rounds ran: {scale['load min'].min():.1f}–{scale['load max'].max():.1f} on "
-        f"{first['cpu_count']} cores (its own processes included): a quiet machine.",
+        f"Load average {scale['load min'].min():.1f}–{scale['load max'].max():.1f} on {first['cpu_count']} cores "
+        f"(its own processes included), over the {int(scale['repeats'].max())} rounds of all {len(scale)} "
+        "configurations of the table: a quiet machine.",
         "The same command under heavy load is kept as `bench_scale.jsonl`, to show what load does; chapter 4.5 "
         "reads it.",
         f"Command: `{reader_command(first['command'])}`.",
@@ -401,22 +428,28 @@ def cost_models(scale_records: Iterable[dict]) -> dict:
             DDP_MODEL: fit_cost_model(records, "ddp")}
 
 
+PROJECTED_UP_TO = 8
+"""The most processes chapter 8 projects to, as chapters 4 and 5: the further a two-point fit runs from
+its points, the more of its answer comes from its assumptions."""
+
+
 def plot_cost_models(models: dict, scale: pd.DataFrame, ax) -> None:
-    """The models' speed-ups against the fastest in-process trainer of ``scale`` from 1 to 16 processes,
-    with the measured points (`plot_projection`), on ``ax``."""
+    """The models' speed-ups against the fastest in-process trainer of ``scale`` from 1 to
+    `PROJECTED_UP_TO` processes, with the measured points (`plot_projection`), on ``ax``."""
     base = scale["baseline"].iloc[0]
     measured = {WORKERS_MODEL: measured_points(scale, "workers", threads=2), DDP_MODEL: measured_points(scale, "ddp")}
     plot_projection(models, float(scale.loc[base, "median"]), measured, ax,
-                    f"Cost models, measured at 1-2 processes, projected to 16 (against the {base})")
+                    f"Cost models, measured at 1-2 processes, projected to {PROJECTED_UP_TO} (against the {base})",
+                    max_processes=PROJECTED_UP_TO)
 
 
 PROJECTION_FORMATS = {"serial fraction": "{:.0%}", "overhead per added process (s)": "{:+.2f}",
                       "overhead, share of one process": "{:+.0%}",
-                      "projected at 16: × the fastest in-process trainer": "{:.2f}×"}
-"""How `projection_table`'s columns print (at its default of 16 processes)."""
+                      f"projected at {PROJECTED_UP_TO}: × the fastest in-process trainer": "{:.2f}×"}
+"""How `projection_table`'s columns print (at its default of `PROJECTED_UP_TO` processes)."""
 
 
-def projection_table(models: dict, scale: pd.DataFrame, processes: int = 16) -> pd.DataFrame:
+def projection_table(models: dict, scale: pd.DataFrame, processes: int = PROJECTED_UP_TO) -> pd.DataFrame:
     """Each model's three numbers in words a reader can compare (the share of one process's iteration
     more processes do not split, the seconds each added process adds and their share of one process's
     iteration) and its projected speed-up at ``processes`` against the fastest in-process trainer."""
@@ -470,7 +503,7 @@ def gpu_words(anchors: Sequence[dict], gpu: pd.DataFrame) -> object:
     cited = anchor(anchors)
     lines = [f"* **Cited, measured on a GPU:** ElegantRL's `StockTradingVecEnv`, {cited['num_envs']:,} envs × "
              f"{cited['stocks']} stocks, ran **{cited['env_steps_per_s']:,.0f} env-steps/s** on one {cited['gpu']} "
-             f"({cited['date']}, ElegantRL commit `{cited['commit']}`; method: {cited['method']})."]
+             f"({cited['date']}, ElegantRL commit `{cited['commit']}`; method: {code_spans(cited['method'])})."]
     if gpu.empty:
         lines.append("* **This package's env and trainer: no GPU measurement.** Every figure of this package in "
                      "this chapter is a CPU figure, so no ratio to the GPU figure above is stated.")
@@ -513,8 +546,8 @@ def gpu_note(anchors: Sequence[dict]) -> MethodNote:
     that would give this package's own GPU record."""
     cited = anchor(anchors)
     return how_measured([
-        f"`anchors_elegantrl_h200.jsonl` ({cited['date']}, {cited['device']}): {anchors[0]['meta']['what']}.",
-        f"Method (the record's first line): {cited['method']}.",
+        f"`anchors_elegantrl_h200.jsonl` ({cited['date']}, {cited['device']}): {code_spans(anchors[0]['meta']['what'])}.",
+        f"Method (the record's first line): {code_spans(cited['method'])}.",
         f"Source: {cited['source']}.",
         "This package's own GPU record would come from `python -m finrl_tutorial bench gpu --out "
         "book/data/gpu_<name>.json` on a machine with a CUDA GPU; the figure draws every such record.",
@@ -608,15 +641,22 @@ def untrained_reading(report: dict) -> dict:
     return {"untrained": untrained, "at_or_below": sum(value <= untrained + 1e-9 for value in seeds), "seeds": seeds}
 
 
+def within_one_std(report: dict) -> dict:
+    """``{baseline: test Sharpe}`` of every baseline of ``report`` (equal-weight buy-and-hold included)
+    whose test Sharpe lies within one seed-std of the agent's mean, in the report's order."""
+    agent, std = report["agent"]["sharpe_ratio"], report["agent_std"]["sharpe_ratio"]
+    return {name: row["sharpe_ratio"] for name, row in report["baselines"].items()
+            if abs(row["sharpe_ratio"] - agent) <= std}
+
+
 def full_run_words(report: dict) -> object:
     """8.7's reading of a committed full-size ``report.json`` as Markdown: what was trained, the
-    bootstrap verdict against buy-and-hold, the seeds against the untrained agent, the baselines within
-    one seed-std of the agent and the sign of the validation Sharpe."""
+    bootstrap verdict against buy-and-hold, the seeds against the untrained agent, every baseline within
+    one seed-std of the agent (`within_one_std`) and the sign of the validation Sharpe."""
     cfg = report["config"]
     agent, std = report["agent"]["sharpe_ratio"], report["agent_std"]["sharpe_ratio"]
     untrained = untrained_reading(report)
-    within = [name for name, row in report["baselines"].items()
-              if name != "equal_weight_buy_and_hold" and abs(row["sharpe_ratio"] - agent) <= std]
+    within = within_one_std(report)
     lines = [f"* **Trained:** {cfg['algo'].upper()}, {len(report['seeds'])} seeds × {cfg['total_steps']:,} env-steps "
              f"each; tested on {report['data']['test'][0]} .. {report['data']['test'][1]}.",
              f"* **Against equal-weight buy-and-hold:** {_versus_line(report)}.",
@@ -625,7 +665,8 @@ def full_run_words(report: dict) -> object:
              f"below it, and the seeds' mean, {agent:.2f}, lies "
              + ("below" if agent < untrained["untrained"] else "above") + " it."]
     if within:
-        lines.append(f"* Within one seed-std of the agent's test Sharpe: {', '.join(within)}.")
+        lines.append(f"* Within one seed-std of the agent's test Sharpe ({agent:.2f} ± {std:.2f}): "
+                     + ", ".join(f"{name} {value:.2f}" for name, value in within.items()) + ".")
     valid = report.get("valid_sharpe_per_seed")
     if valid:
         values = list(valid.values()) if isinstance(valid, dict) else list(valid)
@@ -840,6 +881,20 @@ def ppo_words(peer_records: Sequence[dict], comparisons: pd.DataFrame) -> object
 
 # --- the chapter's box ------------------------------------------------------------------------------------
 
+def layout_box_value(scale: pd.DataFrame, scale_records: Sequence[dict], label: str) -> str:
+    """A process layout's entry in the chapter's box: its speed-up against the fastest in-process trainer,
+    its verdict, and, where it runs another update (`other_update`), that the ratio is not like with like."""
+    row = scale.loc[label]
+    different = other_update(scale, scale_records, label)
+    value = f"{row['speed-up']:.2f}×, {SHORT_VERDICTS.get(row['verdict'], row['verdict'])}"
+    if different:
+        steps, size = optimiser_steps(scale, scale_records, label)
+        base_steps, base_size = optimiser_steps(scale, scale_records, scale["baseline"].iloc[0])
+        value += (f"; not like with like: {steps} optimiser steps of {size:,} samples against the baseline's "
+                  f"{base_steps} of {base_size:,}")
+    return value
+
+
 def chapter_box(report: dict, config, seeds: int, records: Mapping[str, list[dict]], full_run: dict,
                 peer_records: Sequence[dict], anchors: Sequence[dict]):
     """The "What this chapter measured" box (`finrl_tutorial.book.measured_box`): this run's seeds, and
@@ -850,8 +905,8 @@ def chapter_box(report: dict, config, seeds: int, records: Mapping[str, list[dic
     env = pd.DataFrame(records["env"])
     best_env = env.loc[env["env_steps_per_s"].idxmax()]
     scale = speedups(records["scale"], layouts=["trainer", "workers", "ddp"])
-    best_layout = scale.loc[scale["layout"] != "trainer", "speed-up"].idxmax()
-    different = other_update(scale, records["scale"], best_layout)
+    two = scale[(scale["layout"] != "trainer") & (scale["processes"] == 2)]
+    layouts = {layout: part["speed-up"].idxmax() for layout, part in two.groupby("layout")}  # each at its fastest
     comparisons = peer_verdicts(peer_records)
     same = comparisons[comparisons["compares"] == "same accounts"]
     ours = comparisons[comparisons["compares"] == "batching, ours"]
@@ -870,8 +925,8 @@ def chapter_box(report: dict, config, seeds: int, records: Mapping[str, list[dic
                                                   f"{best_env['env_steps_per_s']:,.0f} env-steps/s",
             f"2 accounts: batched env ÷ subprocess VecEnv, CPU ({SCALE_RECORD})":
                 f"{quiet_two_accounts(records['scale']):.1f}×",
-            f"best process layout ÷ fastest in-process trainer, CPU ({SCALE_RECORD})":
-                f"{best_layout}: {scale.loc[best_layout, 'speed-up']:.2f}×" + (f" ({different})" if different else ""),
+            **{f"{label} ÷ fastest in-process trainer, CPU ({SCALE_RECORD})": layout_box_value(scale, records["scale"], label)
+               for label in layouts.values()},
             "the full-size run, 5 seeds (main_job_5seeds_report.json)":
                 f"Sharpe {full_run['agent']['sharpe_ratio']:.2f} ± {full_run['agent_std']['sharpe_ratio']:.2f} vs "
                 f"buy-and-hold {full_run['baselines']['equal_weight_buy_and_hold']['sharpe_ratio']:.2f}: "

@@ -20,7 +20,7 @@ from .folded import MethodNote, how_measured as folded_note
 __all__ = ["source_summary", "longest_stretch", "plot_suspensions", "plot_ex_day", "own_moves", "ex_day_sizing",
            "sizing_table", "budget_table", "mark_learning_curve", "verdict_sentences", "with_extra_dividend",
            "luck_and_training", "committed_verdict", "committed_table", "validation_curves",
-           "validation_reading", "distance_from_untrained", "how_measured", "chapter_box"]
+           "validation_reading", "distance_from_untrained", "distance_reading", "how_measured", "chapter_box"]
 
 
 def _markdown(text: str):
@@ -264,15 +264,19 @@ def verdict_sentences(versus: Mapping, hold_volatility: float, fast: bool = Fals
     """The interval of a Sharpe difference against buy-and-hold (``versus``: a
     `finrl_tutorial.sharpe_difference_ci` result) in two sentences: the difference, its 95 % interval
     and the verdict with its reason; then the tie margin in return at buy-and-hold's annual volatility
-    ``hold_volatility``. ``fast`` marks a small-budget run's verdict as mechanics only. A Markdown."""
+    ``hold_volatility``. With ``fast`` (a small-budget run) the verdict is not set in bold and the
+    sentence says it is the loop's mechanics, not a finding. A Markdown."""
     from ..metrics import verdict_reason
 
     verdict, margin = versus["verdict"], versus["margin"]
     reason = verdict_reason(verdict, margin, versus["low"], versus["high"])
-    first = (f"Sharpe(agent) − Sharpe(buy-and-hold) = {versus['difference']:+.2f}, 95 % interval "
-             f"[{versus['low']:+.2f}, {versus['high']:+.2f}]: **{verdict}**, as {reason}.")
-    if fast:
-        first += " This run's budget is small (fast mode): the verdict shows how the test works, not a finding."
+    interval = (f"Sharpe(agent) − Sharpe(buy-and-hold) = {versus['difference']:+.2f}, 95 % interval "
+                f"[{versus['low']:+.2f}, {versus['high']:+.2f}]")
+    if fast:  # a small-budget run: the rule's output, shown plainly, is the loop's mechanics
+        first = (f"{interval}. The rule returns \"{verdict}\" here, as {reason}. This run's budget is small "
+                 "(fast mode), so this is the loop's mechanics, not a verdict on the agent.")
+    else:
+        first = f"{interval}: **{verdict}**, as {reason}."
     second = (f"The tie margin of ±{margin:.2f} Sharpe is ±{margin * hold_volatility:.1%} of annual return at "
               f"buy-and-hold's volatility this year ({hold_volatility:.1%}).")
     return _markdown(f"{first}\n\n{second}")
@@ -355,17 +359,20 @@ def validation_curves(sweep: Mapping) -> pd.DataFrame:
 
 def validation_reading(sweep: Mapping, page_hold_valid: float):
     """What `validation_curves` says, in two sentences: the seeds' mean validation Sharpe after one
-    update and at the end of the budget, how many seeds scored best right after the first update;
-    then buy-and-hold's validation Sharpe in the sweep (measured on the sample as it was cleaned then)
+    update and at the end of the budget, how many seeds scored best right after the first update
+    and where each other seed scored best; then buy-and-hold's validation Sharpe in the sweep (measured on the sample as it was cleaned then)
     beside this page's ``page_hold_valid``. A Markdown."""
     curves = validation_curves(sweep)
     runs = _base_runs(sweep)
     first_steps = runs[0]["evaluations"][0]["env_steps"]
     picked_first = int((curves["best at env-steps"] == first_steps).sum())
+    later = curves[curves["best at env-steps"] != first_steps]
+    others = "".join(f" Seed {seed} scored best at validation {row['best at validation']}."
+                     for seed, row in later.iterrows())
     return _markdown(
         f"Mean of {len(curves)} seeds: validation Sharpe {curves['first validation'].mean():.2f} after one update, "
         f"{curves['last validation'].mean():.2f} after {sweep['total_steps']:,} env-steps. {picked_first} of "
-        f"{len(curves)} seeds scored best right after the first update.\n\n"
+        f"{len(curves)} seeds scored best right after the first update.{others}\n\n"
         f"Buy-and-hold's validation Sharpe: {runs[0]['buy_and_hold_valid_sharpe']:.2f} in the sweep, "
         f"{page_hold_valid:.2f} on this page (1.2).")
 
@@ -382,6 +389,36 @@ def distance_from_untrained(untrained, untrained_weights: pd.DataFrame, checkpoi
                    "test-year portfolio held differently": portfolio_distance(weights, untrained_weights)}
             for name, (iteration, env_steps, agent, weights) in checkpoints.items()}
     return pd.DataFrame(rows).T
+
+
+def distance_reading(moved: pd.DataFrame, fast: bool = False, near: float = 0.05):
+    """What `distance_from_untrained`'s table ``moved`` (rows ``chosen checkpoint`` and ``last
+    checkpoint``) shows, in a few short sentences: how differently each portfolio is held from the
+    untrained network's, whether both stay near it (below ``near``), whether they are about equally
+    close (within a factor 1.5, or half a percentage point) or which moved further, and the
+    weights' distances. ``fast`` adds that a small-budget run shows the mechanics. A Markdown."""
+    chosen, last = moved.loc["chosen checkpoint"], moved.loc["last checkpoint"]
+    held_chosen = float(chosen["test-year portfolio held differently"])
+    held_last = float(last["test-year portfolio held differently"])
+    lines = [f"The chosen checkpoint holds {held_chosen:.1%} of wealth differently from the untrained network, "
+             f"on an average test day; the last checkpoint {held_last:.1%}."]
+    if max(held_chosen, held_last) < near:
+        lines.append("Both hold nearly the untrained network's portfolio.")
+    low, high = sorted((held_chosen, held_last))
+    if high - low <= 0.005 or high <= 1.5 * low:
+        lines.append("They are about equally close to it: training on to the end of the budget moved the "
+                     "portfolio no further.")
+    elif held_last > held_chosen:
+        lines.append("The last checkpoint moved further from it than the chosen one.")
+    else:
+        lines.append("The chosen checkpoint moved further from it than the last one.")
+    weights = "weights' distance from untrained"
+    lines.append(f"Their weights differ from the untrained ones by {float(chosen[weights]):.1%} "
+                 f"and {float(last[weights]):.1%}.")
+    if fast:
+        lines.append("This run's budget is small (fast mode), so this shows how to measure the distance, "
+                     "not a finding.")
+    return _markdown(" ".join(lines))
 
 
 def how_measured(report: Mapping, sweep: Mapping) -> MethodNote:
@@ -415,9 +452,10 @@ def chapter_box(env_steps: int, table: pd.DataFrame, versus: Mapping, missing: p
     (``table``, a `BacktestResult.table`, after ``env_steps``) and interval ``versus``, buy-and-hold's
     return, the return the missing dividends would add (``missing``: 2 % and 3 % yield), how far the
     chosen checkpoint's portfolio is from the untrained one (``moved``); and the committed five-seed
-    ``report`` and the sweep's validation curves, each naming its record."""
+    ``report`` and the sweep's validation curves, each naming its record. With ``fast`` (default:
+    `FAST`) this run's verdict is written as the rule's output, mechanics and not a finding."""
     from ..metrics import stored_verdict
-    from . import measured_box
+    from . import FAST, measured_box
 
     agent, hold = table.loc["agent"], table.loc["equal_weight_buy_and_hold"]
     untrained = table.loc["untrained_agent", "sharpe_ratio"]
@@ -425,11 +463,13 @@ def chapter_box(env_steps: int, table: pd.DataFrame, versus: Mapping, missing: p
 
     curves = validation_curves(sweep)
     sweep_hold = _base_runs(sweep)[0]["buy_and_hold_valid_sharpe"]
+    small = FAST if fast is None else fast
+    rule = (f"the rule returns {versus['verdict']} (mechanics, not a finding)" if small else versus["verdict"])
     this_run = {
         f"agent after {env_steps:,} env-steps: test Sharpe":
             f"{agent['sharpe_ratio']:.2f} (buy-and-hold {hold['sharpe_ratio']:.2f}, untrained {untrained:.2f})",
         "Sharpe vs buy-and-hold, 95 % interval":
-            f"{versus['difference']:+.2f} [{versus['low']:+.2f}, {versus['high']:+.2f}]: {versus['verdict']}",
+            f"{versus['difference']:+.2f} [{versus['low']:+.2f}, {versus['high']:+.2f}]: {rule}",
         "equal-weight buy-and-hold, test split, full costs, detected dividends only":
             f"{hold['cumulative_return']:+.1%}",
         "dividends the sample misses (2 % / 3 % yield)": f"{missing.iloc[0]:+.1%} / {missing.iloc[1]:+.1%} of return",
@@ -443,8 +483,7 @@ def chapter_box(env_steps: int, table: pd.DataFrame, versus: Mapping, missing: p
             f"{report_hold['sharpe_ratio']:.2f}: {verdict}",
         "sample, validation Sharpe (bench_sweep.json)":
             f"{curves['first validation'].mean():.2f} after one update, {curves['last validation'].mean():.2f} at "
-            f"the end; measured before the sizing of detected ex-days changed (buy-and-hold {sweep_hold:.2f} "
-            f"there, {page_hold_valid:.2f} on this page)",
+            f"the end (earlier ex-day sizing: buy-and-hold {sweep_hold:.2f} there, {page_hold_valid:.2f} on this page)",
     }
     return measured_box(
         this_run, committed, fast=fast,

@@ -24,6 +24,8 @@ from ..agents import make_config
 from ..bench.scale import PHASES, scale_label
 from ..errors import InputError
 from .folded import MethodNote, how_measured
+from .teaching import reader_command
+from .workers import load_range, run_loads
 from .scale import (BASELINE_LAYOUT, CostModel, measured_points, phase_table, plot_projection, project,
                     same_work_seconds, speed_verdict_reason, speedup_text, speedups)
 
@@ -128,27 +130,36 @@ def _same_envs_trainer(table: pd.DataFrame, records: list[dict], label: str) -> 
 
 def ddp_reading(records: Iterable[dict]) -> object:
     """Reads a ``bench scale`` record with trainer and ddp layouts; returns (as Markdown) the
-    bullets under section 5.5's figure: two ranks' speed-up against the fastest in-process trainer
-    with its verdict, where two ranks' iteration went (all-reduce, waiting), why it is not the
-    same update (fewer, larger optimiser steps), and one rank, with the ratio against one rank
-    named as the weaker baseline."""
+    bullets under section 5.5's figure. Where two ranks take other optimiser steps than the fastest
+    in-process trainer, the first bullet leads with *not like with like* and the step difference,
+    then gives the ratio with its verdict, and names what would make it like with like (an
+    in-process trainer with the ranks' step size, said to be missing when the record lacks it);
+    otherwise it states two ranks' speed-up. Then where two ranks' iteration went (all-reduce,
+    waiting), one rank, and the ratio against one rank named as the weaker baseline."""
     records = list(records)
     table, phases = speedups(records, layouts=list(LAYOUTS)), phase_table(records, layouts=LAYOUTS)
     baseline, one, two = ddp_labels(table)
     fastest = _phrase(baseline)
     row, pair = table.loc[two], phases.loc[two]
-    lines = [f"* **Two ranks** ran {row['speed-up']:.2f}× the samples/s of {fastest}: {_verdict(row['verdict'])}."]
+    ratio = f"{row['speed-up']:.2f}× the samples/s of {fastest}: {_verdict(row['verdict'])}."
+    (steps, size), (base_steps, base_size) = optimiser_steps(records, two), optimiser_steps(records, baseline)
+    if (steps, size) != (base_steps, base_size):
+        headline = (f"* **Not like with like.** Per iteration, two ranks take {steps} optimiser steps of {size:,} "
+                    "samples: the all-reduce averages both ranks' minibatches into one step. "
+                    f"{fastest[0].upper() + fastest[1:]} takes {base_steps} steps of {base_size:,} on as many "
+                    f"samples. With that difference, two ranks ran {ratio} "
+                    f"Like with like would need an in-process trainer with `batch_size={size}`")
+        if any(r.get("layout") == BASELINE_LAYOUT and r.get("batch_size") == size for r in records):
+            headline += "."
+        else:
+            headline += (". The record has none, so part of the ratio may come from the larger steps (chapter 2.2 "
+                         "times what the minibatch size alone does).")
+        lines = [headline]
+    else:
+        lines = [f"* **Two ranks** ran {ratio}"]
     lines.append(f"* **Where the time goes:** of two ranks' {pair['total']:.2f} s per iteration, rank 0 spent "
                  f"{pair['all_reduce']:.2f} s in all-reduces and {pair['waiting']:.2f} s waiting for the other rank. "
                  "The rest is each rank's own rollout and update.")
-    (steps, size), (base_steps, base_size) = optimiser_steps(records, two), optimiser_steps(records, baseline)
-    if (steps, size) != (base_steps, base_size):
-        lines.append(f"* **Not the same update:** per iteration, two ranks take {steps} optimiser steps of {size:,} "
-                     f"samples (the all-reduce averages both ranks' minibatches into one step); {fastest} takes {base_steps} steps of {base_size:,} on as many samples. "
-                     "The speed-up compares two step sizes as well as one process with two.")
-        if not any(r.get("layout") == BASELINE_LAYOUT and r.get("batch_size") == size for r in records):
-            lines.append(f"  The record has no trainer with {size:,}-sample steps, so part of the gain may come "
-                         "from the larger steps (chapter 2.2 times what the minibatch size alone does).")
     single = table.loc[one]
     text = f"* **One rank** ran {single['speed-up']:.2f}× the samples/s of the same baseline"
     twin = _same_envs_trainer(table, records, one)
@@ -163,7 +174,7 @@ def ddp_reading(records: Iterable[dict]) -> object:
     if single["speed-up"] < 1:
         lines.append(f"* **Against one rank** two ranks ran {row['median'] / single['median']:.2f}× its samples/s. "
                      "That number is larger because one rank is slower than the fastest single process, "
-                     "so it is not the headline.")
+                     "so it is not the comparison to read.")
     return _markdown("\n".join(lines))
 
 
@@ -175,22 +186,25 @@ def _dropdown(title: str, bullets: list[str]) -> MethodNote:
 def measurement_note(records: Iterable[dict], name: str) -> object:
     """Reads the ``bench scale`` record ``name`` (its records passed in); returns (as Markdown) a
     collapsed *How this was measured* block: the record and machine, the interleaved rounds and the
-    verdict rule, how rank 0 times the all-reduce and the waiting, the load averages, the same work
-    timed in two processes, and the round-by-round ratios of one and two ranks."""
+    verdict rule, how rank 0 times the all-reduce and the waiting, the load averages of the
+    trainer's and DDP's runs (`load_range`), the same work timed in two processes, and the
+    round-by-round ratios of one and two ranks (two ranks' marked as not like with like)."""
     records = list(records)
     table = speedups(records, layouts=list(LAYOUTS))
     baseline, one, two = ddp_labels(table)
     first, cores = records[0], int(records[0]["cpu_count"])
-    low, high = float(table["load min"].min()), float(table["load max"].max())
+    loads = run_loads(records, LAYOUTS)
+    low, high = min(loads), max(loads)
     bullets = [f"* The record is `{name}`, measured on {first['date'][:10]} on {cores} CPU cores "
-               f"(torch {first['torch']}). Every layout trains with `PPOConfig`'s default settings.",
+               f"(torch {first['torch']}). Every layout trains with `PPOConfig`'s default settings. Command: "
+               f"`{reader_command(first['command'])}`.",
                f"* `bench scale` runs every configuration {int(table['repeats'].max())} times in interleaved rounds: "
                "run *i* of every configuration comes from round *i*, so each speed-up is also taken round by round. "
                "*Faster* or *slower* means every round says so.",
                "* Rank 0 times each phase on its own clock: a communication hook times every gradient all-reduce, "
                "and a barrier just before it times how long rank 0 waits for the slower rank.",
-               f"* The 1-minute load average was {low:.1f}–{high:.1f} on {cores} cores (the benchmark's own processes "
-               "included)" + (": neither rank had a core to itself, so these are a busy machine's figures."
+               f"* The 1-minute load average was {load_range(records, LAYOUTS)}, on {cores} cores (the benchmark's "
+               "own processes included)" + (": neither rank had a core to itself, so these are a busy machine's figures."
                               if low > cores else ": below the number of cores, a quiet machine."
                               if high < cores else ".")]
     same = same_work_seconds(records, "ddp")
@@ -200,7 +214,10 @@ def measurement_note(records: Iterable[dict], name: str) -> object:
                    + (" The work is identical, so the difference is not parallelism (chapter 4.4 reads it as each "
                       "process's share of the busy cores): read every ratio with that in mind."
                       if not 0.83 < same["ratio"] < 1.2 else ""))
-    bullets += [f"* Two ranks ran {speedup_text(table, two)}.", f"* One rank ran {speedup_text(table, one)}."]
+    steps_differ = optimiser_steps(records, two) != optimiser_steps(records, baseline)
+    bullets += [("* Two ranks (other optimiser steps, so not like with like: see above)" if steps_differ
+                 else "* Two ranks") + f" ran {speedup_text(table, two)}.",
+                f"* One rank ran {speedup_text(table, one)}."]
     return _dropdown("How this was measured", bullets)
 
 
@@ -257,23 +274,26 @@ def projection_reading(model: CostModel, table: pd.DataFrame, processes: tuple[i
              "cost on this machine (a ring all-reduce's latency does grow with the ranks); "
              f"{envs} envs per rank, as measured."]
     if model.overhead > 0:
-        lines.append(f"* **What-if (dotted curve):** with one rank's work {factor:g} times shorter, as on a faster "
-                     f"device, and the same overhead, $h$ rises to {faster.overhead_fraction:+.0%}. That is why DDP on "
-                     "fast devices needs large per-rank batches. The curve is read against its own single rank.")
+        lines.append(f"* **What-if (dotted curve), also a projection:** with one rank's work {factor:g} times "
+                     f"shorter, as on a faster device, and the same overhead, the model's $h$ rises to "
+                     f"{faster.overhead_fraction:+.0%}. So the model projects that a fast device needs larger per-rank "
+                     "batches to keep $h$ small; no record here measures it. The curve is read against its own "
+                     "single rank.")
     return _markdown("\n".join(lines))
 
 
 def loaded_reading(records: Iterable[dict]) -> object:
     """Reads the loaded ``bench scale`` record (`LOADED_SCALE_RECORD`); returns (as Markdown) the
     bullet of section 5.7: two ranks against that record's fastest in-process trainer, with the
-    verdict of its rounds and the load average the two ranks ran under."""
+    verdict of its rounds and the load average of the two ranks' runs (`load_range`)."""
     records = list(records)
     table = speedups(records, layouts=list(LAYOUTS))
     baseline, _, two = ddp_labels(table)
     row, cores = table.loc[two], int(records[0]["cpu_count"])
-    heavy = "heavy load" if row["load min"] > 2 * cores else "load"
-    return _markdown(f"* **Under {heavy}** (the same benchmark, with a load average of {row['load min']:.0f}–"
-                     f"{row['load max']:.0f} on {cores} cores; chapter 4.5 reads the same record) two ranks ran "
+    heavy = "heavy load" if min(run_loads(records, ("ddp",), 2)) > 2 * cores else "load"
+    return _markdown(f"* **Under {heavy}** (the same benchmark, with a load average of "
+                     f"{load_range(records, ('ddp',), 2)}, on {cores} cores; chapter 4.5 reads the same record) "
+                     "two ranks ran "
                      f"{row['speed-up']:.2f}× the samples/s of {_phrase(baseline)} there: {_verdict(row['verdict'])}. "
                      "That is a busy machine's answer, not DDP's limit.")
 
@@ -282,13 +302,15 @@ def committed_rows(records: Iterable[dict], name: str) -> dict[str, str]:
     """Reads the ``bench scale`` record ``name`` (its records passed in); returns the committed rows
     of the chapter's measured box, each naming the record: two ranks' and one rank's speed-ups
     against the fastest in-process trainer, the optimiser steps per iteration, and the all-reduce
-    and waiting of a two-rank iteration."""
+    and waiting of a two-rank iteration. Where two ranks take other optimiser steps than the
+    baseline, the two-rank row's name says the comparison is not like with like."""
     records = list(records)
     table, phases = speedups(records, layouts=list(LAYOUTS)), phase_table(records, layouts=LAYOUTS)
     baseline, one, two = ddp_labels(table)
     (steps, size), (base_steps, base_size) = optimiser_steps(records, two), optimiser_steps(records, baseline)
     pair = phases.loc[two]
-    return {f"{name} ({records[0]['date'][:10]}), DDP two ranks": speedup_text(table, two),
+    unlike = ", not like with like (next row)" if (steps, size) != (base_steps, base_size) else ""
+    return {f"{name} ({records[0]['date'][:10]}), DDP two ranks{unlike}": speedup_text(table, two),
             f"{name}, optimiser steps per iteration": f"two ranks {steps} of {size:,} samples, the {baseline} "
                                                       f"{base_steps} of {base_size:,}",
             f"{name}, DDP one rank": speedup_text(table, one),

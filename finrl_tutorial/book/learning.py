@@ -26,7 +26,8 @@ __all__ = [
     "planted_summary", "planted_summary_text", "learner_pair_text", "learn_method", "signal_rule_text",
     "style_signal_rule", "walkforward_reading", "walkforward_text", "walkforward_method", "realistic_provenance",
     "realistic_method", "no_capture_text", "style_realistic", "oracle_range_text", "style_oracles", "budget_table",
-    "budget_reading", "budget_text", "style_budgets", "edge_box",
+    "budget_reading", "budget_text", "style_budgets", "edge_box", "walkforward_seed_differences", "with_seed_spread",
+    "agent_excess_per_market", "ceiling_text", "ic_scale_text",
     # chapter 2
     "live_runs_table", "style_live_runs", "QUIET_LABEL", "quiet_base_cost", "plot_cost", "cost_reading",
     "update_cost_table", "cost_text", "cost_method", "update_share_text", "kl_tables", "plot_kl", "kl_ratio_table",
@@ -73,22 +74,28 @@ def how_measured(*paragraphs: str, tables: Sequence[pd.DataFrame] = (),
 
 def bridge_text(main_job: Mapping):
     """Where chapter 1.8 left off, from the five-seed report (``main_job_5seeds_report.json``): the
-    Sharpe difference against equal-weight buy-and-hold with its interval and verdict, and how many
-    seeds ended at or below the untrained network. The verdict is recomputed from the interval's
-    bounds and its margin (`metrics.stored_verdict`), never read from the stored string. Returns a
-    `Markdown`."""
+    Sharpe difference against equal-weight buy-and-hold with its interval and verdict, what that
+    interval counts (the days of the seeds' curves, not the spread between seeds) beside the
+    seeds' own differences, and how many seeds ended at or below the untrained network. The
+    verdict is recomputed from the interval's bounds and its margin (`metrics.stored_verdict`),
+    never read from the stored string. Returns a `Markdown`."""
     from ..metrics import stored_verdict, verdict_reason
 
     versus = main_job["sharpe_vs_buy_and_hold"]
     seeds = [row["sharpe_ratio"] for row in main_job["agent_per_seed"].values()]
     untrained = main_job["baselines"]["untrained_agent"]["sharpe_ratio"]
+    hold = main_job["baselines"]["equal_weight_buy_and_hold"]["sharpe_ratio"]
+    own = [sharpe - hold for sharpe in seeds]  # each seed's Sharpe minus buy-and-hold's, on the same days
     at_or_below = sum(s <= untrained for s in seeds)
     verdict = stored_verdict(versus)
     reason = verdict_reason(verdict, versus.get("margin"), versus["low"], versus["high"])
     return _markdown(
         f"Over {len(seeds)} seeds, the agent's Sharpe ratio minus buy-and-hold's is "
         f"**{versus['difference']:+.2f}** [{versus['low']:+.2f}, {versus['high']:+.2f}]: {verdict} "
-        f"({reason}). {at_or_below} of the {len(seeds)} trained seeds ended at or below the untrained network.")
+        f"({reason}). The interval resamples the test days of the {len(seeds)} seeds' curves together. So it "
+        "counts the noise of the days, not the spread between seeds. The seeds' own differences run from "
+        f"{min(own):+.2f} to {max(own):+.2f}. {at_or_below} of the {len(seeds)} trained seeds ended at or below "
+        "the untrained network.")
 
 
 def total_return(record) -> float:
@@ -212,50 +219,100 @@ def _out_name(command: str) -> str:
 def walkforward_reading(walkforward: Mapping) -> dict:
     """The numbers 1.10 reads from a ``bench walkforward`` record: each year's and the pooled
     interval of agent − equal-weight buy-and-hold (``intervals``), the width of each year's
-    (``widths``), the pooled interval (``pooled``) and its days, where validation chose the
-    checkpoints (``chosen``, `teaching.walkforward_checkpoints`) and the wall minutes of all runs."""
+    (``widths``), the pooled interval (``pooled``) and its days, each seed's own Sharpe difference
+    per year and pooled (``seed_differences``, `walkforward_seed_differences`), where validation
+    chose the checkpoints (``chosen``, `teaching.walkforward_checkpoints`) and the wall minutes of
+    all runs."""
     years = walkforward["summary"]["years"]
     intervals = {str(row["year"]): row["intervals"]["agent_vs_equal_weight"] for row in years}
     pooled = walkforward["summary"]["pooled"]
     intervals["pooled"] = pooled["intervals"]["agent_vs_equal_weight"]
     widths = {year: ci["high"] - ci["low"] for year, ci in intervals.items() if year != "pooled"}
     return {"intervals": intervals, "widths": widths, "pooled": intervals["pooled"], "pooled_days": pooled["days"],
+            "seed_differences": walkforward_seed_differences(walkforward),
             "chosen": teaching.walkforward_checkpoints(walkforward),
             "wall_minutes": sum(run["wall_seconds"] for run in walkforward["runs"]) / 60}
 
 
+def walkforward_seed_differences(walkforward: Mapping) -> dict[str, list[float]]:
+    """Each seed's own Sharpe(agent) − Sharpe(equal-weight buy-and-hold) in a ``bench walkforward``
+    record, per test year and pooled (each seed's test years chained, `bench.walkforward.chain`),
+    from the runs' daily test wealth. Their mean is the interval's ``difference``; their spread is
+    what the interval, which resamples the days of the seed-averaged statistic, leaves out."""
+    from ..bench.walkforward import chain
+    from ..metrics import sharpe_ratio
+
+    def curve(run, name):
+        return pd.Series(run["test_wealth"][name], index=pd.DatetimeIndex(run["test_dates"]))
+
+    runs = walkforward["runs"]
+    years = sorted({run["year"] for run in runs})
+    out = {}
+    for year in years:
+        group = sorted((run for run in runs if run["year"] == year), key=lambda run: run["seed"])
+        out[str(year)] = [sharpe_ratio(curve(run, "agent")) - sharpe_ratio(curve(run, "equal_weight_buy_and_hold"))
+                          for run in group]
+    seeds = sorted(set.intersection(*({run["seed"] for run in runs if run["year"] == year} for year in years)))
+    pick = {(run["year"], run["seed"]): run for run in runs}
+    hold = sharpe_ratio(chain([curve(pick[(year, seeds[0])], "equal_weight_buy_and_hold") for year in years]))
+    out["pooled"] = [sharpe_ratio(chain([curve(pick[(year, seed)], "agent") for year in years])) - hold
+                     for seed in seeds]
+    return out
+
+
+def with_seed_spread(table: pd.DataFrame, reading: Mapping) -> pd.DataFrame:
+    """`teaching.walkforward_table` with, beside the agent's interval, the lowest and highest of
+    the seeds' own differences (`walkforward_reading`'s ``seed_differences``), row by row."""
+    spread = [f"{min(values):+.2f} to {max(values):+.2f}" for values in reading["seed_differences"].values()]
+    table = table.copy()
+    table.insert(table.columns.get_loc("agent − buy-and-hold [95 %]") + 1, "seeds' own differences", spread)
+    return table
+
+
 def walkforward_text(reading: Mapping):
-    """Two sentences from `walkforward_reading`: how wide one year's interval is against the pooled
-    one, and how often validation kept the first checkpoint. Returns a `Markdown`."""
+    """Sentences from `walkforward_reading`: how wide one year's interval is against the pooled
+    one; what the intervals count (the days of the seed-averaged curve, not the spread between
+    seeds) beside the widest spread of the seeds' own differences; and how often validation kept
+    the first checkpoint. Returns a `Markdown`."""
     widths, pooled, chosen = reading["widths"], reading["pooled"], reading["chosen"]
+    seeds = reading["seed_differences"]
+    spread = {year: max(values) - min(values) for year, values in seeds.items() if year != "pooled"}
+    widest = max(spread, key=spread.get)
     return _markdown(
         f"**One year's 95 % interval is {min(widths.values()):.2f} to {max(widths.values()):.2f} Sharpe units "
         f"wide**; pooled over {reading['pooled_days']} days it narrows to {pooled['high'] - pooled['low']:.2f}. "
+        f"Each interval resamples the days of the curve averaged over the {len(seeds['pooled'])} seeds. So it "
+        "counts the noise of the days, not the spread between seeds. The column beside it gives the seeds' own "
+        f"differences. They spread by up to {spread[widest]:.2f} Sharpe units within one year ({widest}), and "
+        f"pooled from {min(seeds['pooled']):+.2f} to {max(seeds['pooled']):+.2f}. "
         f"Validation kept its first checkpoint, after a single update, in {chosen['at_first_validation']} of the "
         f"{chosen['runs']} runs.")
 
 
 def walkforward_method(walkforward: Mapping, reading: Mapping, live_hold: Mapping | None = None,
-                       split_hold: float | None = None, split_days: tuple | None = None) -> MethodNote:
+                       split_hold: float | None = None, split_days: tuple | None = None,
+                       fine_print: Sequence[str] = ()) -> MethodNote:
     """How the walk-forward record was made: its date, seeds, budget, validations, runs and wall
     time, and the command that makes it again; with ``live_hold`` (year → buy-and-hold's return
-    replayed now through the package on that test year's dates), ``split_hold`` and ``split_days``
-    (buy-and-hold on chapter 1.8's test split and its first and last day), the check that the record's
-    buy-and-hold is the package's. Returns a :class:`MethodNote`."""
+    computed on this page on that test year's dates), ``split_hold`` and ``split_days``
+    (buy-and-hold on chapter 1.8's test split and its first and last day), buy-and-hold beside the
+    record's; ``fine_print``: sentences on the verdicts (ends of an interval close to the margin),
+    one paragraph after the record's. Returns a :class:`MethodNote`."""
     paragraphs = [
         f"The record bench_walkforward.json, made on {walkforward['date'][:10]}: seeds {walkforward['seeds']}, "
         f"{walkforward['total_steps']:,} env-steps per run, a validation every {walkforward['eval_every']} "
         f"iterations; {len(walkforward['runs'])} runs, {reading['wall_minutes']:.0f} minutes of wall time one after "
         f"another on {walkforward['machine']['cpu_count']} CPU cores.",
+        *([" ".join(fine_print)] if fine_print else []),
         "To make it again: " + teaching.reader_command(walkforward["command"], "runs/bench_walkforward.json")]
     if live_hold:
         paragraphs.append(
-            "Buy-and-hold replayed now through the package on each test year's dates: "
+            "Buy-and-hold on each test year's dates, computed on this page: "
             + ", ".join(f"{year} {value:+.1%}" for year, value in live_hold.items())
             + " (the record's column of the table)"
             + (f"; on 1.8's test split, {split_days[0]} to {split_days[1]}, {split_hold:+.1%}. The record's 2019 is "
-               "the calendar year, while 1.8's test split adds the sample's two days of 2020, and each verdict "
-               "compares curves on the same days." if split_hold is not None else "."))
+               "the calendar year. 1.8's test split adds the sample's two days of 2020. Each verdict compares "
+               "curves on the same days." if split_hold is not None else "."))
     return how_measured(*paragraphs)
 
 
@@ -365,13 +422,95 @@ def _capture_phrase(row: pd.Series, markets: int, defined: int) -> str:
             "chosen on four years")
 
 
+def ic_scale_text(ics: Sequence[float], env_config, spec=None):
+    """What an information coefficient means in the benchmark's markets, from the market model and
+    the env's costs: the standard deviation of the unpredictable part of a daily return, how far a
+    signal one standard deviation from its mean moves the next day's expected return at each of
+    ``ics`` (the loading, `SyntheticSpec.loading`), and what buying and later selling a stock costs
+    there (commission on both sides, stamp duty, transfer fee and slippage at the market's first
+    date; the ¥5 minimum commission left out). ``spec``: the market (default `SyntheticSpec()`, the
+    benchmark's volatilities). Returns a `Markdown`."""
+    from dataclasses import replace
+
+    from ..data.synthetic import START_DATE, SyntheticSpec
+
+    spec = spec or SyntheticSpec()
+    fees = env_config.fees
+    rates = fees.day_rates([START_DATE], ["000001.SZ"])
+    round_trip = float(2 * fees.commission_rate + rates["stamp_buy"][0, 0] + rates["stamp_sell"][0, 0]
+                       + 2 * rates["transfer_value"][0, 0] + 2 * env_config.slippage)
+    moves = {ic: replace(spec, family="factor", ic=ic).loading for ic in ics}
+    days = {ic: round_trip / move for ic, move in moves.items()}
+    return _markdown(
+        f"In the benchmark's markets, the unpredictable part of a stock's daily return has a standard deviation of "
+        f"{spec.noise_volatility:.2%}. A signal one standard deviation above its mean raises the next day's expected "
+        "return by " + " and ".join(f"{moves[ic]:.2%} at IC {ic:g}" for ic in ics) + ". Buying a stock and later "
+        f"selling it costs about {round_trip:.2%} of the value traded (commission, stamp duty, transfer fee and "
+        "slippage). So one round trip costs what such a signal earns in "
+        + " and ".join(f"about {days[ic]:.1f} days at IC {ic:g}" for ic in ics)
+        + ". An edge this size pays only if a position is held while its signal lasts.")
+
+
+def agent_excess_per_market(record: Mapping, ic: float, stocks: int, run_steps: int) -> pd.Series:
+    """The agent's test excess over buy-and-hold at the end of each run of ``run_steps`` env-steps
+    in one cell of a realistic ``bench learn`` record (checkpoint chosen on validation), one value
+    per market (its seed)."""
+    return pd.Series({case["seed"]: case["curve"]["best"][str(run_steps)]["test_excess"] for case in record["cases"]
+                      if (case["ic"], case["stocks"], case["total_steps"]) == (ic, stocks, run_steps)},
+                     name="agent test excess").rename_axis("market (seed)").sort_index()
+
+
+def _markets(markets: Sequence) -> str:
+    """"market 4", "markets 1 and 2", "markets 0, 2 and 3"."""
+    names = [str(m) for m in markets]
+    if len(names) == 1:
+        return f"market {names[0]}"
+    return f"markets {', '.join(names[:-1])} and {names[-1]}"
+
+
+def ceiling_text(agent: pd.Series, oracle: pd.Series, name: str) -> str:
+    """Whether an oracle is a ceiling for the agent, market by market, in two short sentences:
+    where the oracle lost to buy-and-hold, and on which markets the agent's test excess was above
+    the oracle's. An oracle is called a ceiling only on the markets where the agent stayed below
+    it, and "here it is a ceiling" only where that holds on every market and the oracle gained on
+    each. ``agent`` and ``oracle``: test excess over buy-and-hold, indexed by market; ``name``
+    starts the first sentence ("The informed oracle")."""
+    markets = list(oracle.index)
+    above = [m for m in markets if agent[m] > oracle[m]]
+    below = [m for m in markets if m not in above]
+    lost = int((oracle < 0).sum())
+    first = (f"{name} lost to buy-and-hold on {lost} of the {len(markets)} markets." if lost else
+             f"{name} gained on every market.")
+    if not above:
+        return first + " The agent stayed below it on each market" + ("." if lost else ": here it is a ceiling.")
+    return (first + f" The agent was above it on {_markets(above)}, so it is a ceiling "
+            + (f"only on {_markets(below)}." if below else "on no market."))
+
+
+def _excess_curve(long_run: pd.DataFrame) -> str:
+    """What the mean test excess (and the pooled capture) of one run length did along its checks."""
+    excess, capture = long_run["agent excess"], long_run["informed oracle captured (pooled)"]
+    peak, last = excess.idxmax(), excess.index[-1]
+    if peak == last:
+        return ("Along the longer run the agent's mean test excess "
+                + ("rose at every check" if excess.is_monotonic_increasing else "ended at its highest")
+                + f", to {excess[last]:+.1%}.")
+    text = (f"Along the longer run the agent's mean test excess rose to {excess[peak]:+.1%} at {peak:,} env-steps, "
+            f"then fell to {excess[last]:+.1%} at {last:,}.")
+    if capture.idxmax() == peak:
+        text += f" The pooled capture moved with it: {capture[peak]:.2f}, then {capture[last]:.2f}."
+    return text
+
+
 def budget_text(reading: Mapping, record: Mapping, oracles: pd.DataFrame, ic: float, stocks: int):
     """The reading of one cell run longer, from `budget_reading`: what the longest run earned of
     the informed oracle (chosen on validation) and of the rule chosen on four years, pooled over the
     markets with the per-market spread, against the run of the default length, and on how many
-    markets it beat buy-and-hold by its interval. ``oracles`` (`teaching.informed_oracle_table`)
-    says whether the two oracles are a ceiling in this cell (they gained on every market); where
-    one is not, the text says what the capture then means. Returns a `Markdown`."""
+    markets it beat buy-and-hold by its interval; then what its mean test excess did along the run
+    (`_excess_curve`: rose at every check, or rose to a peak and then fell); then, market by market
+    against ``oracles`` (`teaching.informed_oracle_table`), where each oracle is a ceiling
+    (`ceiling_text`), and, where the informed oracle lost on a market, what the capture then means.
+    Returns a `Markdown`."""
     end, short, at_default = reading["end"], reading["short"], reading["at_default"]
     markets = int(end["markets"])
     rows = [row for row in record["summary"] if row["select"] == "best" and row["learner"] == "ppo"
@@ -390,20 +529,16 @@ def budget_text(reading: Mapping, record: Mapping, oracles: pd.DataFrame, ic: fl
         text += (f"; the longer run, after as many env-steps, stood at "
                  f"{at_default['informed oracle captured (pooled)']:.2f} (each run length is a learner of its own: "
                  "the learning rate falls to 0 over the whole run)")
-    text += "."
+    text += ".\n\n" + _excess_curve(reading["long_run"])
     cell = oracles.loc[(ic, stocks)]
-    informed_lost = int((cell["informed test excess"] < 0).sum())
-    if informed_lost == 0:
-        text += (" The informed oracle gained on every market and the agent stayed below it on each (its highest "
-                 f"capture is {end['highest market']:.2f}): here the oracle is a ceiling.")
-    else:
-        text += (f" The informed oracle lost to buy-and-hold on {informed_lost} of the {len(cell)} markets, so it is "
-                 "no ceiling here: read the capture as a share of what a validation year's rule earned, not of what "
-                 "is possible.")
+    agent = agent_excess_per_market(record, ic, stocks, reading["longest"])
+    text += "\n\nMarket by market, at the end of the longer run: " + ceiling_text(
+        agent, cell["informed test excess"], "the informed oracle")
+    if (cell["informed test excess"] < 0).any():
+        text += (" Where it lost, it shows little of what is possible: read the capture as a share of what a "
+                 "validation year's rule earned.")
     if "its test excess" in cell:
-        four_lost = int((cell["its test excess"] < 0).sum())
-        text += (f" The rule chosen on four years lost on {four_lost} of them." if four_lost else
-                 " The rule chosen on four years gained on every market.")
+        text += " " + ceiling_text(agent, cell["its test excess"], "The rule chosen on four years")
     return _markdown(text)
 
 
@@ -574,8 +709,8 @@ def cost_text(reading: Mapping):
 def cost_method(load_before: float, load_after: float, quiet_records: Sequence[Mapping],
                 per_10k: pd.DataFrame, quiet_base: pd.Series, rounds: int, record_name: str) -> MethodNote:
     """How 2.2 was timed: the interleaved rounds, this machine against the quiet record's (cores,
-    platform, torch, load average) and the base's seconds per 10,000 samples on both. Returns a
-    :class:`MethodNote`."""
+    torch, load average; whether the operating system is the same, without its version string) and
+    the base's seconds per 10,000 samples on both. Returns a :class:`MethodNote`."""
     import os
     import platform
 
@@ -589,20 +724,21 @@ def cost_method(load_before: float, load_after: float, quiet_records: Sequence[M
         f"Each variant was timed once per round, {rounds} rounds one after another, so a busy spell of the machine "
         "hits every variant alike; the figure shows the median of the rounds, the table each round against the "
         "same round's base.",
-        f"This machine: {here['cores']} cores, {here['platform']}, torch {here['torch']}; load average "
+        f"This machine: {_count(here['cores'], 'core')}, torch {here['torch']}; load average "
         f"{load_before:.1f} before the rounds, {load_after:.1f} after. The quiet record ({record_name}): "
-        f"{there['cores']} cores, {there['platform']}, torch {there['torch']}; load average {quiet['loadavg'][0]:.1f} "
+        f"{_count(there['cores'], 'core')}, torch {there['torch']}; load average {quiet['loadavg'][0]:.1f} "
         f"when its trainer rounds ended ({quiet['date'][:16].replace('T', ' ')} UTC).",
         f"The base per 10,000 samples: {per_10k.loc['base'].sum():.2f} s here, {quiet_base.sum():.2f} s in the record"
-        + (" (the same cores, platform and torch; the record does not name its processor)." if same else
-           " (not this machine's platform: the seconds can differ by hardware as well as by load)."))
+        + (" (the same cores, operating system and torch; the record does not name its processor)." if same else
+           " (another machine: the seconds can differ by hardware as well as by load)."))
 
 
 def update_share_text(per_10k: pd.DataFrame, quiet_base: pd.Series):
-    """The update's share of the base's time, here and on the quiet record's machine. Returns a `Markdown`."""
+    """The update's share of the base's time, here and on the quiet record's machine (plain text: a
+    timing of this run is a measurement, not a finding to bold). Returns a `Markdown`."""
     here = per_10k.loc["base", "update"] / per_10k.loc["base"].sum()
     there = quiet_base["update"] / quiet_base.sum()
-    return _markdown(f"The update takes **{here:.0%}** of the base's time on this machine, and {there:.0%} on the "
+    return _markdown(f"The update takes {here:.0%} of the base's time on this machine, and {there:.0%} on the "
                      "quiet record's: the gradient steps, not the env, are where a knob can save time.")
 
 
@@ -749,22 +885,38 @@ def record_text(record: Mapping, effects: Mapping, variants: Sequence[str]):
     return _markdown("\n".join(lines))
 
 
-def sweep_method(record: Mapping, name: str, reader_out: str, live_hold: float | None = None) -> MethodNote:
-    """How a full-size sweep record was made (`sweep.sweep_caption`: date, machine, seeds, budget, the
-    command that makes it again); with ``live_hold`` (buy-and-hold's validation Sharpe on the sample
-    as the package computes it now), the note where it differs from the record's. Returns a
-    :class:`MethodNote`."""
+def _caption_blocks(record: Mapping, name: str, reader_out: str) -> list[str]:
+    """`sweep.sweep_caption` as paragraphs for a folded block: without the machine's platform string
+    (cores and torch say what matters), and with each command as code, so that it copies as written."""
+    import re
+
     from .sweep import sweep_caption
 
-    paragraphs = sweep_caption(record, name, reader_out=reader_out).splitlines()
+    platform = str(record.get("machine", {}).get("platform", ""))
+    blocks = []
+    for line in sweep_caption(record, name, reader_out=reader_out).splitlines():
+        if platform:
+            line = line.replace(f", {platform}", "")
+        blocks.append(re.sub(r"(: )(python -m [^`]+?)\s*$", r"\1`\2`", line))
+    return blocks
+
+
+def sweep_method(record: Mapping, name: str, reader_out: str, live_hold: float | None = None) -> MethodNote:
+    """How a full-size sweep record was made (`_caption_blocks`: date, machine, seeds, budget, the
+    command that makes it again); with ``live_hold`` (buy-and-hold's validation Sharpe on the sample
+    as the package computes it now), one plain note where it differs from the record's: the record
+    predates the present sizing of detected ex-days, and what that means for its numbers. Returns a
+    :class:`MethodNote`."""
+    paragraphs = _caption_blocks(record, name, reader_out)
     paragraphs.append("The tables leave out the record's wall-clock seconds: its runs shared the machine with other "
                       "processes, so their seconds differ by load as much as by knob.")
     recorded = next((row["buy_and_hold_valid_sharpe"] for row in record["summary"] if row["market"] == "sample"), None)
     if live_hold is not None and recorded is not None and abs(live_hold - recorded) >= 0.005:
         paragraphs.append(
-            f"Buy-and-hold's validation Sharpe on the sample reads {recorded:.2f} in this record and {live_hold:.2f} on "
-            "chapter 1's prices: the record was measured before the cleaning's sizing of detected ex-days (1.4) "
-            "changed. Each comparison of this chapter is made within the record, among runs on the same prices.")
+            "This record was made with the earlier sizing of detected ex-days (chapter 1.4). Buy-and-hold's validation "
+            f"Sharpe on the sample reads {recorded:.2f} in it and {live_hold:.2f} on chapter 1's prices. The sweep's "
+            "absolute Sharpe ratios on the sample come from that earlier cleaning; every variant and seed was run "
+            "on the same prices, so the comparisons among them share it.")
     return how_measured(*paragraphs)
 
 
@@ -784,15 +936,20 @@ def comparisons_text(tests: pd.DataFrame, chance: float):
 
 
 def overfitting_text(overfit: pd.DataFrame):
-    """What `teaching.overfitting_table` says, in two sentences: the sample's best checkpoint against
-    what luck gives the best of that many, and the synthetic markets' deflated Sharpe. Returns a `Markdown`."""
+    """What `teaching.overfitting_table` says, in three sentences: the sample's best checkpoint against
+    what luck gives the best of that many, the synthetic markets' deflated Sharpe, and the same with
+    one trial per run, with how many markets reach 0.95 that way. Returns a `Markdown`."""
     sample, synthetic = overfit.loc["sample"], overfit.drop(index="sample")
+    per_run = synthetic["deflated, one trial per run"]
+    reached = int((per_run >= 0.95).sum())
     return _markdown(
         f"On the sample, the best of {sample['trials (checkpoints)']} checkpoints scored a validation Sharpe of "
         f"{sample['chosen valid Sharpe']:.2f}, below the {sample['best of N by luck (expected)']:.2f} that the best of "
         f"as many unskilled trials reaches by luck: its deflated Sharpe is **{sample['deflated Sharpe']:.2f}**. On the "
         f"synthetic markets it is {synthetic['deflated Sharpe'].min():.2f} to {synthetic['deflated Sharpe'].max():.2f}, "
-        "short of 0.95, the level of significance at 5 %, too.")
+        "short of 0.95, the level of significance at 5 %, too. "
+        f"Counted with one trial per run ({synthetic['runs'].iloc[0]} per market), it is {per_run.min():.2f} to "
+        f"{per_run.max():.2f} there: at or above 0.95 on {reached} of the {len(per_run)} synthetic markets.")
 
 
 def style_overfitting(overfit: pd.DataFrame):
@@ -823,28 +980,40 @@ def pbo_text(rows: pd.DataFrame):
         f"{int((noise['deflated Sharpe'] >= 0.95).sum())}.")
 
 
+def _full_kl_ratios(record: Mapping, variant: str = "repeat_times=16") -> dict[str, float]:
+    """``variant``'s mean approximate KL per iteration over the base's in a full-size sweep record, per
+    market (the markets where both ran)."""
+    base_name = record.get("base_variant", "base")
+    kl = {(row["market"], row["variant"]): row["approx_kl_mean"] for row in record["summary"]}
+    markets = dict.fromkeys(row["market"] for row in record["summary"])
+    return {market: kl[(market, variant)] / kl[(market, base_name)] for market in markets
+            if (market, variant) in kl and (market, base_name) in kl}
+
+
 def reading_text(cost: Mapping, kl_ratio: float, tests: pd.DataFrame, chance: float, sample_fit: pd.Series,
-                 synthetic_fit: pd.DataFrame, record: Mapping):
+                 synthetic_fit: pd.DataFrame, record: Mapping, fast: bool = False):
     """The chapter's reading, one short bullet per question, each computed from the numbers it has
-    measured or read: the update cost (`cost_reading`, against its timing noise), the drift of more
-    passes, the statistics of the sweep, the selection, and the quality verdicts per market.
-    Returns a `Markdown`."""
+    measured or read: first the full-size record's findings (the drift of more passes, the statistics
+    of the sweep, the selection, the quality verdicts per market, the work), then this run's own
+    measurements: the update cost (`cost_reading`, against its timing noise) and the live drift
+    (``kl_ratio``). With ``fast`` those last two are labelled as the mechanics they are, never bolded
+    as findings. Returns a `Markdown`."""
     noise, update = cost["noise"], cost["update"]
     beyond = [name for name in update.index if name != "base" and _beyond_noise(update[name], noise)]
     flagged = tests[~tests["non-overlap verdict"].isin(NO_CALL)]
     survivors = tests[~tests["holm_verdict"].isin(NO_CALL)]
+    drift = _full_kl_ratios(record)
+    seeds = len(record["seeds"])
     lines = [
-        "* **Cost.** Update cost per sample relative to the base on this machine: "
-        + ", ".join(f"{name} {update[name]:.1f}×" for name in ("repeat_times=16", "repeat_times=2",
-                                                                "batch_size=256", "batch_size=4096"))
-        + ". " + (f"Only {' and '.join(beyond)} {'lies' if len(beyond) == 1 else 'lie'} beyond the timing noise of 2.2 "
-                  f"(a factor of {noise:.1f} between two timings of the same work)." if beyond else
-                  f"None lies beyond the timing noise of 2.2 (a factor of {noise:.1f})."),
-        f"* **Drift.** repeat_times=16 moved the policy {kl_ratio:.1f}× as far per iteration as the base did (approximate "
-        "KL, live run).",
-        f"* **Statistics.** The non-overlap rule flags {len(flagged)} of {len(tests)} comparisons, about the "
-        f"{chance * len(tests):.1f} chance gives; after Holm's correction {len(survivors) or 'none'} "
-        + ("remains" if len(survivors) <= 1 else "remain") + ". The quality verdicts below are exploratory.",
+        "* **Drift.** In the full-size record, repeat_times=16 moved the policy "
+        + ", and ".join(f"{ratio:.1f}× as far" + (" per iteration as the base did" if i == 0 else "")
+                        + f" on the {'synthetic markets' if market == 'synthetic' else market}"
+                        for i, (market, ratio) in enumerate(drift.items()))
+        + f" (approximate KL, mean over {seeds} seeds).",
+        f"* **Statistics.** The non-overlap rule flags {len(flagged)} of the {len(tests)} comparisons. Seed noise "
+        f"alone would flag about {chance * len(tests):.1f} of them (2.5). After Holm's correction "
+        f"{len(survivors) or 'none'} " + ("remains" if len(survivors) <= 1 else "remain")
+        + ". The quality verdicts below are exploratory.",
         f"* **Selection.** The best of the sample's {sample_fit['trials (checkpoints)']} checkpoints has a deflated "
         f"Sharpe of {sample_fit['deflated Sharpe']:.2f}, the synthetic markets' best "
         f"{synthetic_fit['deflated Sharpe'].min():.2f} to {synthetic_fit['deflated Sharpe'].max():.2f} (significant "
@@ -860,6 +1029,16 @@ def reading_text(cost: Mapping, kl_ratio: float, tests: pd.DataFrame, chance: fl
                         if moved else f"all {len(rows)} variants inconclusive against the base."))
     lines.append("* **Work.** The gradient steps of one full-size run follow from its config, the same on any machine "
                  "and at any load (the table); the cost per sample is 2.2's.")
+    label = ("* This run's mechanics (fast mode: short timings and a one-seed sweep of a few iterations; they show "
+             "the measurement working, not a finding)." if fast else "* **This run.**")
+    lines.append(
+        label + " Update cost per sample relative to the base on this machine: "
+        + ", ".join(f"{name} {update[name]:.1f}×" for name in ("repeat_times=16", "repeat_times=2",
+                                                                "batch_size=256", "batch_size=4096"))
+        + ". " + (f"Only {' and '.join(beyond)} {'lies' if len(beyond) == 1 else 'lie'} beyond the timing noise of 2.2 "
+                  f"(a factor of {noise:.1f} between two timings of the same work)." if beyond else
+                  f"None lies beyond the timing noise of 2.2 (a factor of {noise:.1f}).")
+        + f" In the live sweep, repeat_times=16 moved the policy {kl_ratio:.1f}× as far per iteration as the base did.")
     return _markdown("\n".join(lines))
 
 
@@ -877,7 +1056,8 @@ def sweep_box(live: Mapping, live_variants: Sequence[str], cost: Mapping, kl_rat
               sample_fit: pd.Series, synthetic_fit: pd.DataFrame):
     """The box at the end of chapter 2: this run's live sweep, update costs, drift, base cost and
     PBO example; the committed record's verdicts per market, what survives Holm's correction and the
-    deflated Sharpe of the best checkpoint. Returns a `MeasuredBox`."""
+    deflated Sharpe of the best checkpoint, and how far repeat_times=16 moved the policy at full size.
+    Returns a `MeasuredBox`."""
     survivors = tests[~tests["holm_verdict"].isin(NO_CALL)]
 
     def verdicts_of(market):
@@ -892,13 +1072,15 @@ def sweep_box(live: Mapping, live_variants: Sequence[str], cost: Mapping, kl_rat
             "update cost per sample vs base": f"repeat_times=16 {cost['update']['repeat_times=16']:.1f}×, "
                                               f"batch_size=256 {cost['update']['batch_size=256']:.1f}× (timing noise "
                                               f"{cost['noise']:.1f})",
-            "approx KL, repeat_times=16 vs base": f"{kl_ratio:.1f}×",
+            "approx KL, repeat_times=16 vs base (live sweep)": f"{kl_ratio:.1f}× as far as the base",
             "base cost per 10,000 samples": f"{cost['per_10k'].loc['base'].sum():.2f} s here (median of {rounds} "
                                             f"rounds), {quiet_base.sum():.2f} s in {quiet_name}",
             "PBO, 20 strategies, 10 draws": f"noise {noise_pbo:.2f}, one edge {edge_pbo:.2f}",
         },
         committed={
             "bench_sweep.json": f"{record['date']}, seeds {record['seeds']}, {record['total_steps']:,} env-steps per run",
+            "approx KL, repeat_times=16 vs base": ", ".join(f"{market} {ratio:.1f}× as far as the base"
+                                                           for market, ratio in _full_kl_ratios(record).items()),
             "final validation Sharpe vs base, sample": verdicts_of("sample"),
             "final validation Sharpe vs base, synthetic": verdicts_of("synthetic"),
             "after Holm's correction over all comparisons": f"{len(survivors)} of {len(tests)} differ (smallest "
@@ -939,8 +1121,10 @@ def plot_factor(ax, prepared, tic: str, factor: int):
 def broken_tables(good: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """A good bar table made bad in one way at a time, by name: a required column missing, a date
     that is not a date (row 3), text in a price column (row 5), a missing price (row 7), a zero price
-    (row 8), high below low (row 9), negative volume (row 10), the same day twice (row 11 repeated) and
-    a stock with one bar. ``good`` needs at least 12 rows and a default index."""
+    (row 8), high below low (row 9), negative volume (row 10), an optional column in the wrong unit
+    (``amount`` in thousands of yuan, as some vendors export it: the day's average price
+    amount / volume falls far below the low), the same day twice (row 11 repeated) and a stock with
+    one bar. ``good`` needs at least 12 rows and a default index."""
     def broken(change):
         frame = good.copy()
         change(frame)
@@ -955,6 +1139,8 @@ def broken_tables(good: pd.DataFrame) -> dict[str, pd.DataFrame]:
         "a zero price": broken(lambda f: f.loc.__setitem__((8, "low"), 0.0)),
         "high below low": broken(lambda f: f.loc.__setitem__((9, "high"), f.loc[9, "low"] - 1)),
         "negative volume": broken(lambda f: f.loc.__setitem__((10, "volume"), -100.0)),
+        "an optional column in the wrong unit": broken(
+            lambda f: f.__setitem__("amount", f["close"] * f["volume"] / 1000)),  # turnover in thousands of yuan
         "the same day twice": pd.concat([good, good.iloc[[11]]]),
         "a stock with one bar": pd.concat([good, good.iloc[[0]].assign(tic="600999.SH")]),
     }
@@ -1041,11 +1227,9 @@ def factor_tests_text(tests: pd.DataFrame, chance: float, seeds: int):
 
 
 def factor_method(record: Mapping) -> MethodNote:
-    """How the with/without record was made (`sweep.sweep_caption`: date, machine, seeds, budget and
-    the command that makes it again). Returns a :class:`MethodNote`."""
-    from .sweep import sweep_caption
-
-    return how_measured(*sweep_caption(record, "bench_factor.json", reader_out="runs/bench_factor.json").splitlines())
+    """How the with/without record was made (`_caption_blocks`: date, machine, seeds, budget and the
+    command that makes it again, as code). Returns a :class:`MethodNote`."""
+    return how_measured(*_caption_blocks(record, "bench_factor.json", reader_out="runs/bench_factor.json"))
 
 
 def factor_box(mine, facts: Mapping, result, bt, live: Mapping, dividend_gap: float, record: Mapping,

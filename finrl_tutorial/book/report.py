@@ -7,6 +7,7 @@ present; records without them are still read.
 """
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 import pandas as pd
@@ -27,9 +28,31 @@ def _joined(values) -> str:
     return ", ".join(map(str, sorted(set(values))))
 
 
+_ARCHITECTURES = {"x86_64": "x86-64", "amd64": "x86-64", "aarch64": "ARM64", "arm64": "ARM64"}
+
+
+def short_platform(platform: str) -> str:
+    """The operating system and processor architecture of a ``platform.platform()`` string
+    (``"Linux-6.18.44-…-x86_64-with-glibc2.36"`` → ``"Linux x86-64"``): the kernel build says nothing
+    about a speed a reader can compare."""
+    parts = str(platform).split("-")
+    arch = next((_ARCHITECTURES[part.lower()] for part in parts if part.lower() in _ARCHITECTURES), "")
+    return " ".join(part for part in (parts[0], arch) if part)
+
+
+_CODE = re.compile(r"\b[\w.]+\(\)|\b\w+ = [\w*/+\-.()]+|\b[\w.]+(?:/[\w.]+)+\.py\b")
+
+
+def code_spans(text: str) -> str:
+    """``text`` with the code in it (a call such as ``torch.cuda.synchronize()``, a formula such as
+    ``rate = n*steps/seconds``, a file such as ``envs/env.py``) set in backticks, so that Markdown prints it as code, not as italics."""
+    return _CODE.sub(lambda match: f"`{match.group(0)}`", str(text))
+
+
 def provenance(records: Iterable[dict] | pd.DataFrame) -> dict:
     """Where and when a file of records was measured: count, time span (UTC), cores, threads,
-    torch, GPU and platform (a nested ``machine`` dict is read like top-level machine keys)."""
+    torch, GPU and platform (operating system and architecture, `short_platform`; a nested ``machine``
+    dict is read like top-level machine keys)."""
     frame = _frame(records)
     if "machine" in frame:  # report-style records: {"machine": {...}, ...}
         nested = pd.DataFrame([m if isinstance(m, dict) else {} for m in frame["machine"]])
@@ -44,7 +67,7 @@ def provenance(records: Iterable[dict] | pd.DataFrame) -> dict:
         "torch threads": _joined(frame["threads"]),
         "torch": _joined(frame["torch"]),
         "GPU": _joined(gpus) if len(gpus) else "none",
-        "platform": _joined(frame["platform"]),
+        "platform": _joined(frame["platform"].map(short_platform)),
     }
 
 

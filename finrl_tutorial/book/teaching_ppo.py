@@ -21,7 +21,7 @@ __all__ = ["line_counts", "finite_difference", "estimator_table", "exact_gradien
            "samples_for_unit_error", "variance_ratio", "baseline_text", "plot_estimates", "plot_error_against_samples",
            "fresh_policy_text", "replay", "noise_cost_table", "noise_cost_text", "plot_gae_reach", "gamma_records_table",
            "plot_objectives", "run_row", "plot_validation_curves", "sb3_steps", "sb3_families", "learner_rows",
-           "record_columns", "record_side_by_side", "style_side_by_side", "interval_table", "MethodNote",
+           "record_columns", "record_side_by_side", "style_side_by_side", "interval_table", "paired_text", "MethodNote",
            "method_note", "learn_method_note", "chapter_box"]
 
 NO_BASELINE, WITH_BASELINE = "no baseline", "baseline b(s) = V(s)"
@@ -183,12 +183,12 @@ def plot_error_against_samples(estimates: Mapping[str, torch.Tensor], exact: tor
 def fresh_policy_text(target: torch.Tensor, action_std: float):
     """One sentence on a fresh policy's deterministic portfolio ``target`` (rows of target weights,
     cash the rest): how far its weights lie from equal weight in cash and every stock, and the
-    standard deviation of its score noise. Returns a ``Markdown``."""
+    standard deviation of the noise on its per-stock scores. Returns a ``Markdown``."""
     equal = 1 / (target.shape[-1] + 1)
     off = float((target - equal).abs().max())
     return _markdown(
         f"A fresh policy's portfolio is equal weight: every stock's weight lies within {off:.4f} of "
-        f"1/{target.shape[-1] + 1} = {equal:.4f}, cash holds the rest, and the noise on its scores has a standard "
+        f"1/{target.shape[-1] + 1} = {equal:.4f}, cash holds the rest, and the noise on its per-stock scores has a standard "
         f"deviation of {action_std:.2f}.")
 
 
@@ -387,6 +387,53 @@ def interval_table(versus: Mapping[str, Mapping]) -> pd.DataFrame:
                          for name, v in versus.items()}).T
 
 
+_LEARNER_NAMES = {"ppo": "PPO", "a2c": "A2C", "sb3_ppo": "SB3 PPO"}
+
+
+def _markets_by_family(pairs: pd.DataFrame) -> str:
+    """The markets of `teaching.paired_captures` by family, as their seeds: "factor 0, 1; momentum 0, 1, 2"."""
+    return "; ".join(f"{family} {', '.join(str(int(m)) for m in group['market'])}"
+                     for family, group in pairs.groupby("family", sort=True))
+
+
+def paired_text(learn: Mapping, by_family: pd.DataFrame, comparisons: Mapping[str, tuple[tuple, tuple]],
+                brief: bool = False):
+    """The committed paired comparisons in words, one bullet per comparison of ``comparisons`` (a
+    name of ``by_family``'s first level and the ``(a, b)`` pair of `teaching.paired_captures`):
+    the (family, market) pairs both learners ran, named by family and market seed; the mean
+    difference in capture with its uncorrected 95 % interval; whether that interval contains 0; and
+    the verdict after Holm's correction (`teaching.paired_by_family`), pooled and per family.
+    ``brief`` gives one sentence per comparison (the chapter's summary). Returns a ``Markdown``."""
+    from . import teaching
+
+    bullets = []
+    for name, (a, b) in comparisons.items():
+        pairs = teaching.paired_captures(learn, a, b)
+        rows = by_family.loc[name]
+        pooled, families = rows.loc["all families"], rows.drop(index="all families")
+        words = {"inconclusive": "inconclusive", "first ahead": f"{_LEARNER_NAMES.get(a[0], a[0])} ahead",
+                 "second ahead": f"{_LEARNER_NAMES.get(b[0], b[0])} ahead"}
+        interval = f"{pooled['mean difference']:+.2f}, 95 % interval [{pooled['low']:+.2f}, {pooled['high']:+.2f}]"
+        where = (f"{int(pooled['pairs'])} (family, market) pairs both ran, by market seed: "
+                 f"{_markets_by_family(pairs)}")
+        if brief:
+            bullets.append(f"* **{name}**, {where}. Mean difference in capture {interval} (uncorrected); "
+                           f"{words[pooled['verdict']]} after Holm's correction.")
+            continue
+        side = ("contains 0" if pooled["low"] <= 0 <= pooled["high"]
+                else "lies above 0" if pooled["low"] > 0 else "lies below 0")
+        per_family = set(families["verdict"])
+        if len(per_family) == 1:
+            family_words = f"{words[per_family.pop()]} in each of its {len(families)} families"
+        else:
+            family_words = "per family: " + ", ".join(f"{family} {words[v]}" for family, v in families["verdict"].items())
+        bullets.append(
+            f"* **{name}**: {where}. The mean difference in capture is {interval}. The uncorrected interval {side}. "
+            f"After Holm's correction over every row of the table: {words[pooled['verdict']]} "
+            f"(p = {pooled['p (Holm)']:.2f}), and {family_words}.")
+    return _markdown("\n".join(bullets))
+
+
 def method_note(paragraphs: Sequence[str], title: str = "How this was measured") -> MethodNote:
     """A folded "How this was measured" block holding ``paragraphs`` (`folded.how_measured`)."""
     return how_measured(*paragraphs, title=title)
@@ -439,9 +486,10 @@ def chapter_box(comparison: pd.DataFrame, budget: int, file_lines: pd.DataFrame,
                 f"{name} {value:+.1f}" for name, value in z.items()),
         },
         committed={f"{name} (bench_learn.json, uncorrected)": f"{v['mean']:+.2f} [{v['low']:+.2f}, {v['high']:+.2f}] "
-                                                               f"over {v['n']} markets" for name, v in versus.items()},
+                                                               f"over the {v['n']} (family, market) pairs both ran"
+                   for name, v in versus.items()},
         shows="that the policy-gradient estimate is unbiased and a baseline lowers its variance, what each piece of "
-              "PPO computes (checked on real tensors), and how our PPO, A2C and SB3's PPO compare on planted edges at "
+              "PPO computes (run on real tensors), and how our PPO, A2C and SB3's PPO compare on planted edges at "
               "the same env-steps, on the markets both ran",
         does_not_show="which algorithm is better in general: one market and one seed live; in the record a few "
                       "markets per family, and against SB3 its flat network and defaults, not its PPO",

@@ -39,6 +39,49 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}" + ("s" if count != 1 else "")
 
 
+# --- load averages: one way to compute and name them, for chapters 4, 5 and 8 ----------------------
+
+_LAYOUT_RUNS = {"trainer": ("the in-process trainer", "in-process trainers"), "workers": ("the workers", "workers"),
+                "ddp": ("DDP", "DDP ranks")}
+_NUMBERS = {1: "one", 2: "two", 3: "three", 4: "four", 8: "eight"}
+
+
+def run_loads(records: Iterable[dict], layouts: Iterable[str] | None = None, processes: int | None = None
+              ) -> list[float]:
+    """The 1-minute load averages the runs of a ``bench scale`` record ended at: every stored run
+    (each round) of every record whose layout is in ``layouts`` (None: every record) and, if given,
+    that ran ``processes`` processes."""
+    wanted = set(layouts) if layouts is not None else None
+    return [float(run["loadavg"][0]) for r in records
+            if (wanted is None or r.get("layout") in wanted)
+            and (processes is None or int(r.get("processes") or 0) == processes)
+            for run in (r.get("runs") or [r]) if run.get("loadavg")]
+
+
+def load_scope(layouts: Iterable[str] | None = None, processes: int | None = None) -> str:
+    """Which runs a load range of `run_loads` covers, in words: ``"over the runs of the in-process
+    trainer and the workers"``, ``"over the runs of two workers"``, ``"over every run of the record"``."""
+    if layouts is None:
+        return "over every run of the record" + ("" if processes is None else f" with {processes} processes")
+    layouts = list(layouts)
+    if processes is None or processes == 1 and layouts == ["trainer"]:
+        names = [_LAYOUT_RUNS.get(layout, (layout, layout))[0] for layout in layouts]
+    else:
+        number = _NUMBERS.get(processes, str(processes))
+        names = [f"{number} {_LAYOUT_RUNS.get(layout, (layout, layout))[1]}" for layout in layouts]
+    return "over the runs of " + (" and ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + " and " + names[-1])
+
+
+def load_range(records: Iterable[dict], layouts: Iterable[str] | None = None, processes: int | None = None) -> str:
+    """The range of `run_loads` (one decimal, `_range`) followed by `load_scope`: ``"0.8–1.4 over
+    the runs of the in-process trainer and the workers"``. Every load range of chapters 4 and 5 is
+    this function's."""
+    loads = run_loads(records, layouts, processes)
+    if not loads:
+        raise ValueError("the records hold no load average for " + load_scope(layouts, processes)[5:])
+    return f"{_range(loads)} {load_scope(layouts, processes)}"
+
+
 # --- a collapsed block: how something was measured ----------------------------------------------
 
 def method_note(items: Iterable[str], title: str = "How this was measured") -> MethodNote:
@@ -63,6 +106,12 @@ def plot_start_windows(layouts: Mapping[int, list], dates, ax) -> None:
     ax.invert_yaxis()
     years = str(dates[0].year) if dates[0].year == dates[-1].year else f"{dates[0].year}–{dates[-1].year}"
     ax.set_title(f"Where each worker's episodes may start (train split, {years})")
+
+
+def window_text(windows) -> str:
+    """``[(first, last), ...]`` of `shard_start_windows` as half-open day windows, one per worker:
+    ``"worker 0: days [365, 731), worker 1: days [0, 365)"`` (first day included, last excluded)."""
+    return ", ".join(f"worker {k}: days [{lo}, {hi})" for k, (lo, hi) in enumerate(windows))
 
 
 # --- 4.3: this notebook's own runs ---------------------------------------------------------------
@@ -137,11 +186,11 @@ def live_reading(live: pd.DataFrame, cores: int, fast: bool | None = None):
         from . import FAST as fast
     baseline, default = fastest_trainer(live), default_live_row(live, cores)
     ratio = float(live.loc[default, "÷ fastest in-process trainer"])
-    text = (f"In this run the pool's default layout ({default}) made **{ratio:.2f}×** the samples/s of the fastest "
-            f"in-process trainer (here the {baseline}); the table sets every layout against that same baseline. "
-            + ("This is fast mode's small budget, a few iterations: one" if fast else "One")
-            + " short run is one noisy draw. Section 4.4 reads the committed record, which repeats every "
-            "layout and times each phase.")
+    text = (f"In this run the pool's default layout ({default}) made {ratio:.2f}× the samples/s of the fastest "
+            f"in-process trainer (here the {baseline}). The table sets every layout against that same baseline. "
+            + ("This is fast mode's small budget, a few iterations: it shows the mechanics, not a finding. "
+               if fast else "One short run is one noisy draw, not a finding. ")
+            + "Section 4.4 reads the committed record, which repeats every layout and times each phase.")
     loads = live["load average"].astype(float)
     if loads.notna().any() and loads.max() > cores:
         text += ("\n\nThe machine was busy while these runs trained: more processes wanted a core than it has. Then "
@@ -159,8 +208,9 @@ def live_method(live: pd.DataFrame, cores: int, total_steps: int) -> MethodNote:
              "timed. One run per layout: no rounds, so no verdict."]
     if len(loads):
         busy = loads.max() > cores
-        items.append(f"Load average at the end of each run: {_range(loads)} on {cores} cores (the number of processes "
-                     "that wanted a core, averaged over the last minute, this notebook's included)"
+        items.append(f"Load average at the end of each run: {_range(loads)} over the runs above, on {cores} cores "
+                     "(the number of processes that wanted a core, averaged over the last minute, this notebook's "
+                     "included)"
                      + (": above the cores, so the runs shared the machine with other work." if busy
                         else ": below the cores."))
     return method_note(items, "How this run was measured")
@@ -253,17 +303,11 @@ def speedup_reading(table: pd.DataFrame):
         ending = ("So on this machine both two-worker layouts were slower than the fastest in-process trainer in "
                   "every round: the workers bought nothing.")
     else:
-        ending = ("So on this machine no two-worker layout was faster than the fastest in-process trainer in every "
-                  "round" + (": the rounds cannot tell two workers apart from one process that steps all the envs "
-                             "itself." if (two == "inconclusive").all() else "."))
+        ending = ("So no two-worker layout beat the fastest in-process trainer in every round."
+                  + (" On two cores, the rounds cannot tell two workers from one process that steps all the envs."
+                     if (two == "inconclusive").all() else ""))
     lines.append(ending + " 4.5 explains the default, 4.6 what more cores could buy.")
     return _md("\n".join(lines))
-
-
-def _loads(records: Iterable[dict], layouts: Iterable[str] | None = None) -> list[float]:
-    wanted = set(layouts) if layouts is not None else None
-    return [run["loadavg"][0] for r in records if wanted is None or r.get("layout") in wanted
-            for run in (r.get("runs") or [r]) if run.get("loadavg")]
 
 
 def _provenance(records: list[dict], name: str) -> str:
@@ -283,7 +327,7 @@ def record_method(records: Iterable[dict], name: str, phases: pd.DataFrame) -> M
     table = scale.speedups(records, layouts=["trainer", "workers"])
     one_worker, _, _ = worker_labels(table)
     cores = records[0]["cpu_count"]
-    loads = _loads(records, ("trainer", "workers"))
+    loads = run_loads(records, ("trainer", "workers"))
     same = scale.same_work_seconds(records, "workers")
     same_trainer = f"in-process trainer ({same['envs']} envs)"
     worker_update, trainer_update = float(phases.loc[one_worker, "update"]), float(phases.loc[same_trainer, "update"])
@@ -300,8 +344,8 @@ def record_method(records: Iterable[dict], name: str, phases: pd.DataFrame) -> M
         "**The baseline.** The in-process trainer is timed on one torch thread and on two, the cores the two-worker "
         "layouts use for their rollouts and (with two learner threads) for the update; the faster of the two is the "
         "baseline.",
-        f"**Load average** while the record ran: {min(loads):.1f}–{max(loads):.1f} on {cores} cores (the number of "
-        "processes that wanted a core, averaged over the last minute, the benchmark's own included)"
+        f"**Load average** while the record ran: {load_range(records, ('trainer', 'workers'))}, on {cores} cores (the "
+        "number of processes that wanted a core, averaged over the last minute, the benchmark's own included)"
         + (": more than the cores, so these are a busy machine's figures." if busy else ": below the cores, a quiet "
            "machine."),
         f"**The same work in two processes.** One iteration's rollout of {same['envs']} envs took "
@@ -320,11 +364,13 @@ def record_method(records: Iterable[dict], name: str, phases: pd.DataFrame) -> M
 
 def threads_table(quiet: Mapping, loaded: Mapping):
     """The two `learner_threads_reading`\\ s side by side (a Styler): per machine state, the range of
-    the load averages, the samples/s of two workers with the update on one thread and on two, their
+    the load averages of the two-worker runs (as `load_range` prints it, `load_scope` in the column's
+    name), the samples/s of two workers with the update on one thread and on two, their
     ratio (two threads ÷ one) and the update's seconds per iteration on each."""
     rows = {}
+    load_column = f"load average {load_scope(('workers',), 2)}"
     for name, reading in (("quiet machine", quiet), ("same machine, heavy load", loaded)):
-        rows[name] = {"load average": f"{min(reading['loads']):.1f}–{max(reading['loads']):.1f}",
+        rows[name] = {load_column: _range(reading["loads"]),
                       "samples / s, 1 thread": float(reading["1 thread"]),
                       "samples / s, 2 threads": float(reading["2 threads"]),
                       "2 threads ÷ 1 thread": float(reading["ratio"]),
@@ -357,29 +403,28 @@ def threads_reading(quiet: Mapping, loaded: Mapping, table: pd.DataFrame):
     processes = table.loc[table["layout"] != "trainer", "median"].astype(float)
     everything = table["median"].astype(float)
     if everything.idxmax() == default:
-        rank = "two workers with it made the highest median samples/s of every layout in 4.4"
+        rank = "Two workers with it made the highest median samples/s of the layouts in 4.4"
         if table.loc[default, "verdict"] != "faster":
-            rank += ", though its rounds do not tell it apart from the fastest in-process trainer"
+            rank += ", but its rounds do not tell it apart from the fastest in-process trainer"
     elif processes.idxmin() != default:
-        rank = "it was not the slowest layout measured"
+        rank = "It was not the slowest layout measured"
     else:
-        rank = "yet it was the slowest worker layout measured"
+        rank = "Yet it was the slowest worker layout measured"
     text.append(f"The pool's default is therefore **{_plural(DEFAULT_LEARNER_THREADS, 'learner thread')}** "
                 "(`DEFAULT_LEARNER_THREADS`, used when `WorkerPool(learner_threads=None)`, at most the cores the "
-                "process may use): the faster choice on the quiet machine, the only one of the two records quiet "
-                f"enough to read speed from; {rank}.")
+                "process may use). It was the faster choice on the quiet machine, the only one of the two records "
+                f"quiet enough to read speed from. {rank}.")
     return _md(" ".join(text))
 
 
 def loaded_method(records: Iterable[dict], name: str) -> MethodNote:
     """The collapsed block at the end of 4.5: the loaded record's date, machine and command, and
-    the load averages its worker and trainer runs ended at."""
+    the load averages its worker and trainer runs ended at (`load_range`)."""
     records = list(records)
-    loads = _loads(records, ("trainer", "workers"))
     return method_note([_provenance(records, name),
-                        f"Load average while it ran: {min(loads):.1f}–{max(loads):.1f} on {records[0]['cpu_count']} "
-                        "cores: many more processes wanted a core than there were. It shows what load does to the "
-                        "layouts, not their speed."], "How the loaded record was measured")
+                        f"Load average while it ran: {load_range(records, ('trainer', 'workers'))}, on "
+                        f"{records[0]['cpu_count']} cores: many more processes wanted a core than there were. It "
+                        "shows what load does to the layouts, not their speed."], "How the loaded record was measured")
 
 
 # --- 4.6: the cost model ---------------------------------------------------------------------------
@@ -480,13 +525,17 @@ def projection_reading(model: scale.CostModel, projection: pd.DataFrame, baselin
 
 # --- the chapter's box ---------------------------------------------------------------------------
 
-def chapter_box(live: pd.DataFrame, table: pd.DataFrame, model: scale.CostModel, loaded: Mapping,
-                name: str, date: str, loaded_name: str):
+def chapter_box(live: pd.DataFrame, records: Iterable[dict], model: scale.CostModel, loaded_records: Iterable[dict],
+                name: str, loaded_name: str):
     """The box at the end of the chapter (`measured_box`): this run's ratios to the fastest in-process
-    trainer (`live_table`), and from the quiet record ``name`` (of ``date``) the two-worker speed-ups
-    (`speedups`' ``table``), the serial fraction of ``model``, the load averages, and from the loaded
-    record ``loaded_name`` two learner threads against one (``loaded``, `learner_threads_reading`)."""
+    trainer (`live_table`), and from the quiet record ``name`` (its ``records``) the two-worker
+    speed-ups (`speedups`), the serial fraction of ``model`` and the load averages of the trainer's
+    and workers' runs (`load_range`), and from the loaded record ``loaded_name`` (``loaded_records``)
+    two learner threads against one (`learner_threads_reading`) with the load of those runs."""
     from . import measured_box
+    records, loaded_records = list(records), list(loaded_records)
+    table = scale.speedups(records, layouts=["trainer", "workers"])
+    loaded, date = scale.learner_threads_reading(loaded_records), records[0]["date"]
     baseline = fastest_trainer(live)
     _, one_thread, two_threads = worker_labels(table)
     default = _default_label(table)
@@ -498,9 +547,8 @@ def chapter_box(live: pd.DataFrame, table: pd.DataFrame, model: scale.CostModel,
         f"{name}, two workers, update on 2 threads" + (" (the default)" if default == two_threads else ""):
             scale.speedup_text(table, two_threads),
         f"{name}, serial fraction of one worker's iteration": f"{model.serial_fraction:.0%}",
-        f"{name}, load average while measuring": f"{table['load min'].min():.1f}–{table['load max'].max():.1f}",
-        f"{loaded_name} (load {min(loaded['loads']):.0f}–{max(loaded['loads']):.0f}), "
-        "two learner threads against one":
+        f"{name}, load average while measuring": load_range(records, ("trainer", "workers")),
+        f"{loaded_name} (load {load_range(loaded_records, ('workers',), 2)}), two learner threads against one":
             f"{loaded['ratio']:.2f}× the samples/s of one thread",
     }
     return measured_box(
