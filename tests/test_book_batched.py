@@ -268,13 +268,16 @@ def test_the_gpu_sentences_compare_each_curve_with_itself_and_state_the_fits(gpu
     assert "`torch.cuda.synchronize()`" in method
 
 
-def test_the_two_devices_figure_labels_each_curve_with_its_device(gpu):
-    fig, ax = plt.subplots()
-    batched.plot_gpu_beside_cpu(gpu, _rate(), ax)
-    labels = [line.get_label() for line in ax.get_lines()]
-    assert sum(label.startswith("GPU (H200)") for label in labels) == len(batched.GPU_CURVES)
-    assert sum(label.startswith("CPU (this machine") for label in labels) == 1
-    assert "no ratio across them" in ax.get_title()
+def test_the_two_devices_figure_draws_each_device_in_its_own_panel(gpu):
+    fig, axes = plt.subplots(1, 2)
+    batched.plot_gpu_beside_cpu(gpu, _rate(), axes)
+    gpu_labels = [line.get_label() for line in axes[0].get_lines()]
+    cpu_labels = [line.get_label() for line in axes[1].get_lines()]
+    assert len(gpu_labels) == len(batched.GPU_CURVES) and all(label.startswith("GPU (H200)") for label in gpu_labels)
+    assert len(cpu_labels) == 1 and cpu_labels[0].startswith("CPU (this machine")
+    assert "H200" in axes[0].get_title() and "ElegantRL" in axes[0].get_title()
+    assert "CPU" in axes[1].get_title() and "VecStockTradingEnv" in axes[1].get_title()
+    assert "no ratio across them" in fig._suptitle.get_text()
     plt.close(fig)
 
 
@@ -332,6 +335,29 @@ def test_the_box_names_the_baseline_of_every_ratio_and_its_record(committed, gpu
         "rounds 0.80–1.20×: inconclusive"
 
 
+def test_fast_or_loaded_rounds_leave_the_answer_to_the_committed_record(committed, gpu):
+    rate = _rate()
+    per_call = fit_per_call(SIZES, [rate["vec"][n] for n in SIZES])
+    rounds = _rounds([0.5e5, 0.6e5, 0.7e5], one=[1e5] * 3, one_all=[0.5e5] * 3)
+    for fast, load, why in ((True, 1.5, "fast mode"), (False, 3.4, "load average up to 3.4 on 2 cores")):
+        rounds["load average"] = load
+        result = batched.answer(rate, rounds, committed, per_call, fast=fast)
+        assert not result["live"] and why in result["why not"]
+        assert result["committed answer"] == "inconclusive"  # the quiet record holds one ratio
+        text = _text(batched.answer_text(result))
+        assert "The committed record answers it" in text and "the answer is inconclusive" in text
+        assert "slower in every round" not in text and "show how the rounds are read, not the answer" in text
+        assert "mechanics" not in text  # the box of 6.7 says it once
+        assert "not the answer" in batched.box_contents(result, gpu)["this_run"][
+            "2 processes × 1,024 ÷ faster 1 process × 2,048 (1 or 2 threads)"]
+        rounds_words = _text(batched.rounds_text(rounds, fast=fast))
+        assert rounds_words.count("mechanics") == 1 and why in rounds_words
+    rounds["load average"] = 1.5
+    live = batched.answer(rate, rounds, committed, per_call)
+    assert live["live"] and "slower in every round" in _text(batched.answer_text(live))
+    assert "mechanics" not in _text(batched.rounds_text(rounds))
+
+
 # --- the book's rules on every sentence ------------------------------------------------------------
 
 def _all_texts(committed, gpu) -> list[str]:
@@ -342,7 +368,9 @@ def _all_texts(committed, gpu) -> list[str]:
     for two in ([0.8e5, 1.2e5, 1.0e5], [1.2e5, 1.3e5, 1.1e5], [0.5e5, 0.6e5, 0.7e5], [0.98e5, 1.02e5, 1.0e5]):
         rounds = _rounds(two, one=[1e5] * 3, one_all=[0.5e5, 0.2e5, 0.9e5])
         texts += [batched.rounds_text(rounds), batched.rounds_method(rounds, committed),
-                  batched.answer_text(batched.answer(rate, rounds, committed, per_call))]
+                  batched.answer_text(batched.answer(rate, rounds, committed, per_call)),
+                  batched.rounds_text(rounds, fast=True),
+                  batched.answer_text(batched.answer(rate, rounds, committed, per_call, fast=True))]
     return [_text(text) for text in texts]
 
 

@@ -209,6 +209,25 @@ def test_loop_cost_words_carry_the_shares_computed_from_the_records(train, quiet
         assert benchmarks.update_shares(loop)[algo] == pytest.approx(share)
         assert f"{share:.0%} of {algo.upper()}'s iteration" in words
     assert "the networks, not the market simulation, are the bottleneck" in words  # the rollout is under half
+    assert benchmarks.loop_rows_predate(train, loop)  # the pairs that time the network's change came later
+    current = _text(benchmarks.loop_cost_words(quiet, loop, train))
+    assert "predate the latest change to the stockwise network" in current and "another day" not in current
+    assert f"`{scale.SCALE_RECORD}` (the table just above) time the current one" in current
+
+
+def test_the_loop_and_the_trainer_at_the_same_envs_are_two_measurements_and_the_page_says_why(quiet):
+    both = benchmarks.loop_vs_trainer(quiet)
+    vec = next(r for r in quiet if r["layout"] == "vec" and r["num_envs"] == 64)
+    trainer = next(r for r in quiet if r["layout"] == "trainer" and r["num_envs"] == 64 and r["learner_threads"] == 1)
+    assert both["loop"] == vec["samples_per_s"] and both["trainer"] == trainer["samples_per_s"]
+    assert both["trainer rollout"] == pytest.approx(trainer["samples_per_iteration"] / trainer["phases"]["rollout"])
+    assert both["trainer phases"] == pytest.approx(trainer["samples_per_iteration"] / sum(trainer["phases"].values()))
+    words = _text(benchmarks.loop_vs_trainer_words(quiet))
+    assert f"{both['loop']:,.0f} samples/s, rollout {both['loop rollout']:,.0f} env-steps/s" in words
+    assert f"median of 3 rounds of its whole iterations: {both['trainer']:,.0f} samples/s" in words
+    assert f"{both['trainer rollout seconds']:.3f} s per 4,096 samples" in words
+    assert f"the trainer's phases alone give {both['trainer phases']:,.0f} samples/s" in words
+    assert "times the rollout and the update only" in words and "different runs" in words
 
 
 def test_loop_note_explains_the_rows_left_out_with_their_load(train, quiet):
@@ -396,7 +415,9 @@ def test_seed_words_give_the_gap_in_standard_errors_and_the_bootstrap_verdict(fu
     assert f"(standard error {error:.2f})" in words
     flat = copy.deepcopy(full_run)
     flat["agent_std"]["sharpe_ratio"] = 0.0
-    assert "the seeds barely differ" in _text(benchmarks.seed_words(flat))
+    flat_words = _text(benchmarks.seed_words(flat))
+    assert "the seeds barely differ" in flat_words and "standard error of the mean over seeds is 0.000" in flat_words
+    assert "**" in words and "**" not in _text(benchmarks.seed_words(full_run, fast=True))  # no bold fast verdict
 
 
 # --- 8.8 peers -----------------------------------------------------------------------------------------

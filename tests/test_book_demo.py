@@ -143,9 +143,11 @@ def test_budget_table_compares_with_one_seed_of_the_committed_run(report):
     assert this["kept checkpoint's validation Sharpe"] == "-0.51" and this["wall time"] == "42 s"
     assert full["env-steps"] == f"{per_seed:,.0f}" and full["share of the full-size budget"] == "100%"
     valid = list(report["valid_sharpe_per_seed"].values())
-    assert full["kept checkpoint's validation Sharpe"] == f"{min(valid):.2f} .. {max(valid):.2f}"
-    assert full["wall time"] == f"{report['wall_seconds'] / len(report['seeds']):.0f} s"
-    assert str(len(report["seeds"])) in table.index[1]
+    seeds = len(report["seeds"])
+    # a range over the seeds is labelled as one, and the row says it is per seed (not "one of the seeds")
+    assert full["kept checkpoint's validation Sharpe"] == f"{min(valid):.2f} .. {max(valid):.2f} (the {seeds} seeds' range)"
+    assert full["wall time"] == f"{report['wall_seconds'] / seeds:.0f} s (mean of the {seeds} seeds)"
+    assert table.index[1] == f"committed full-size run, per seed ({seeds} seeds)" and "one of" not in table.index[1]
 
 
 def _log(entropy) -> pd.DataFrame:
@@ -232,6 +234,11 @@ def test_committed_verdict_is_recomputed_from_the_bounds(report):
     assert (f"Over its {len(report['seeds'])} seeds, Sharpe(agent) − Sharpe(buy-and-hold) = "
             f"{versus['difference']:+.2f}, 95 % interval [{versus['low']:+.2f}, {versus['high']:+.2f}]: **{verdict}**") in text
     assert verdict_reason(verdict, versus["margin"], versus["low"], versus["high"]) in text
+    # the interval counts days, not seeds: how many seeds ended below buy-and-hold is said beside it
+    hold = report["baselines"]["equal_weight_buy_and_hold"]["sharpe_ratio"]
+    below = sum(row["sharpe_ratio"] < hold for row in report["agent_per_seed"].values())
+    assert demo.seeds_below_hold(report) == (below, len(report["seeds"])) == (5, 5)
+    assert f"{below} of the {len(report['seeds'])} seeds ended below buy-and-hold." in text
     # a record written before the tie margin: its own string is not taken
     stale = report | {"sharpe_vs_buy_and_hold": {**versus, "low": -0.1, "high": 0.1, "verdict": "inconclusive"}}
     assert "**tie**" in _text(demo.committed_verdict(stale))
@@ -303,6 +310,16 @@ def test_how_measured_is_folded_and_names_each_record_with_its_command(report, s
     text = str(folded)
     assert report["command"] in text and report["machine"]["date"][:10] in text
     assert f"{report['sharpe_vs_buy_and_hold']['resamples']:,} resamples" in text
+    # the budget asked for and the env-steps run, reconciled once: a run stops at the last whole iteration
+    config = report["config"]
+    rollout = config["num_envs"] * config["horizon_len"]
+    per_seed = report["env_steps"] / len(report["seeds"])
+    assert per_seed == (config["total_steps"] // rollout) * rollout
+    assert "A run stops at the last whole iteration." in text
+    assert f"So a seed ran {per_seed / rollout:.0f} iterations: {per_seed:,.0f} of the {config['total_steps']:,} asked for." in text
+    # the machine's load is method detail: it sits in the folded block, in its own item
+    if report.get("command_note"):
+        assert "**The record's note, with the machine's load**" in page
     runs = [run for run in sweep["runs"] if run["market"] == "sample" and run["variant"] == sweep["base_variant"]]
     assert f"each validated {len(runs[0]['evaluations'])} times over {sweep['total_steps']:,} env-steps" in text
 
@@ -315,7 +332,7 @@ def test_chapter_box_names_its_records_and_recomputes_the_committed_verdict(repo
     text = str(box)
     assert "main_job_5seeds_report.json" in text and "bench_sweep.json" in text
     assert (f"vs {report['baselines']['equal_weight_buy_and_hold']['sharpe_ratio']:.2f}: "
-            f"{stored_verdict(report['sharpe_vs_buy_and_hold'])}") in text
+            f"{stored_verdict(report['sharpe_vs_buy_and_hold'])}; 5 of 5 seeds below buy-and-hold") in text
     assert "+3.1% / +4.2% of return" in text and "1.2%" in text and "agent after 16,384 env-steps" in text
     assert f"{len(report['data']['tickers'])} survivors" in text and "fast mode" in text
     assert "the rule returns inconclusive (mechanics, not a finding)" in text  # a small-budget run's verdict

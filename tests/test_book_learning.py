@@ -98,6 +98,8 @@ def test_the_bridge_reads_the_five_seed_report():
     hold = main_job["baselines"]["equal_weight_buy_and_hold"]["sharpe_ratio"]
     own = [s - hold for s in seeds]
     assert "not the spread between seeds" in text and f"run from {min(own):+.2f} to {max(own):+.2f}" in text
+    assert f"{sum(d < 0 for d in own)} of the {len(seeds)} seeds ended below buy-and-hold." in text  # all 5 here
+    assert all(d < 0 for d in own)
     assert abs(sum(own) / len(own) - versus["difference"]) < 1e-6  # their mean is the interval's statistic
     _clean(text)
     # the verdict comes from the bounds, not the stored string: an interval inside the margin is a tie
@@ -166,6 +168,9 @@ def test_the_walkforward_sentence_reads_the_widths_and_the_checkpoints(walkforwa
     method = str(learning.walkforward_method(walkforward, reading, {"2019": 0.48}, 0.494, ("2019-01-02", "2020-01-03")))
     assert "--out runs/bench_walkforward.json" in method and "2019 +48.0%" in method and "+49.4%" in method
     assert not re.search(r"/tmp/", method)
+    ran = sorted({run["env_steps"] for run in walkforward["runs"]})
+    assert f"{walkforward['total_steps']:,} env-steps asked for per run ({ran[0]:,} run: a run stops at the last " \
+           "whole iteration)" in method and ran == [299_008]
     # what the intervals count, beside the seeds' own spread (the widest year, and pooled)
     seeds = reading["seed_differences"]
     spread = {year: max(v) - min(v) for year, v in seeds.items() if year != "pooled"}
@@ -192,6 +197,63 @@ def test_the_seeds_own_differences_average_to_each_interval_and_sit_beside_it(wa
     assert columns[columns.index("agent − buy-and-hold [95 %]") + 1] == "seeds' own differences"
     for (label, row), values in zip(table.iterrows(), seeds.values()):
         assert row["seeds' own differences"] == f"{min(values):+.2f} to {max(values):+.2f}", label
+
+
+def test_the_pooled_tie_is_read_in_return_a_year_beside_the_seeds_below_buy_and_hold(walkforward):
+    from finrl_tutorial.bench.walkforward import chain
+    from finrl_tutorial.metrics import annual_volatility
+
+    reading = learning.walkforward_reading(walkforward)
+    verdicts = teaching.walkforward_verdicts(walkforward)
+    # the pooled buy-and-hold: the same curve in every seed's run, its test years chained
+    for seed in walkforward["seeds"]:
+        runs = sorted((run for run in walkforward["runs"] if run["seed"] == seed), key=lambda run: run["year"])
+        curve = chain([pd.Series(run["test_wealth"]["equal_weight_buy_and_hold"],
+                                 index=pd.DatetimeIndex(run["test_dates"])) for run in runs])
+        assert annual_volatility(curve) == pytest.approx(reading["pooled_hold_volatility"])
+    pooled = reading["seed_differences"]["pooled"]
+    assert reading["seeds_below"] == sum(d < 0 for d in pooled) == len(pooled) == 3
+    near = learning.near_margin(reading["intervals"], verdicts, 0.25)
+    text = _text(learning.walkforward_verdict_text(walkforward, reading, verdicts, 0.25, near))
+    in_return = 0.25 * reading["pooled_hold_volatility"]
+    assert verdicts["pooled"] == "tie" and "a tie" in text
+    assert f"not distinguishable at about ±{100 * in_return:.0f} % of return a year" in text
+    assert "3 of the 3 seeds ended below buy-and-hold, pooled" in text
+    assert "a rising one (2017), a falling one (2018) and a rising one (2019)" in text
+    assert "Every interval contains 0." in text
+    _clean(text)
+    # not a tie: no margin in return is claimed
+    other = dict(verdicts, pooled="inconclusive")
+    assert "not distinguishable" not in _text(learning.walkforward_verdict_text(walkforward, reading, other, 0.25))
+
+
+def test_ends_near_the_margin_say_in_one_sentence_a_year_whether_the_verdict_turns_on_them():
+    intervals = {"A": {"low": -0.255, "high": 0.20}, "B": {"low": -0.247, "high": 0.31},
+                 "C": {"low": -0.10, "high": 0.10}}
+    verdicts = {"A": "inconclusive", "B": "inconclusive", "C": "tie"}
+    near = learning.near_margin(intervals, verdicts, 0.25)
+    assert [(n["name"], n["end"], n["beyond"], n["turns"]) for n in near] == [("A", "lower", True, True),
+                                                                             ("B", "lower", False, False)]
+    sentences = learning.fragile_sentences(near, verdicts)
+    assert sentences == ["A's verdict (inconclusive) is fragile: it turns on an end within 0.01 of the margin.",
+                         "B's verdict (inconclusive) does not turn on its end near the margin."]
+    details = learning.margin_details(near, 0.25)
+    assert len(details) == 3 and "-0.255, lies just beyond" in details[1] and "+0.310, lies beyond it" in details[2]
+    assert learning.margin_details([], 0.25) == []
+    # the box marks only the verdict that turns on such an end
+    box = str(learning.edge_box(
+        1_000, 0.5, {"difference": 0.1, "low": 0.05, "high": 0.2, "verdict": "beats"}, 0.4,
+        pd.DataFrame({"captured (pooled)": [1.2, 1.5]}), {"mean": 0.0, "low": -0.1, "high": 0.1, "n": 6},
+        pd.DataFrame({"mean difference": [0.01, 0.02], "low": [0.0, 0.01], "high": [0.02, 0.03],
+                      "markets": [9, 9], "verdict": ["beats", "inconclusive"]},
+                     index=pd.MultiIndex.from_tuples([("ppo", "all families"), ("ppo", "factor")],
+                                                     names=["learner", "family"])),
+        {name: dict(ci, difference=0.0) for name, ci in intervals.items()}, verdicts, near, 0.25,
+        pd.DataFrame(columns=["informed oracle captured (pooled)", "markets"],
+                     index=pd.MultiIndex.from_tuples([], names=["ic", "stocks", "learner"])),
+        pd.DataFrame(), seeds_below=(3, 3)))
+    assert box.count("fragile") == 1 and "A +0.00 [-0.26, +0.20] inconclusive (fragile" in box
+    assert "pooled, 3 of 3 seeds below buy-and-hold" in box
 
 
 # --------------------------------------------------------------------------- chapter 1.11: realistic strength, run longer
@@ -324,10 +386,21 @@ def test_the_update_cost_table_reads_the_ratios_and_the_timing_noise():
                                                           "batch_size=4096": "no", "repeat_times=2": "yes",
                                                           "horizon_len=128": "no"}
     text = _text(learning.cost_text(reading))
-    assert "1.5 times as long as the fastest's" in text and f"cost {1.2 / 0.9:.2f} times" in text
-    assert "inside the timing noise" in text
-    wide = learning.cost_reading(_timed(update | {"batch_size=256": 3.0}, rollout))
-    assert "beyond the timing noise" in _text(learning.cost_text(wide))
+    assert "1.50 times as long as the fastest's" in text and "above 1.50 or below 0.67" in text
+    assert "into 4 gradient steps at the base's batch_size=1024, into 16 at 256 and into 1 at 4096" in text
+    assert "batch_size=256 cost 1.20 times as much as the base's, inside the timing noise" in text
+    assert f"batch_size=256 cost {1.2 / 0.9:.2f} times as much per sample as batch_size=4096, inside" in text
+    assert "beyond" not in text.split("\n\n")[1]
+    wide = _text(learning.cost_text(learning.cost_reading(_timed(update | {"batch_size=256": 3.0}, rollout))))
+    assert "batch_size=256 cost 3.00 times as much as the base's, beyond the timing noise" in wide
+    assert f"{3.0 / 0.9:.2f} times as much per sample as batch_size=4096, beyond the timing noise." in wide
+    _clean(text)
+
+
+def test_a_ratio_counts_as_beyond_the_noise_only_as_the_page_shows_both():
+    """A ratio of 1.08 against a noise that rounds to 1.07 is beyond it; against one shown as 1.08 it is not."""
+    assert learning._beyond_noise(1.0812, 1.0749) and not learning._beyond_noise(1.0812, 1.0801)
+    assert learning._beyond_noise(0.90, 1.1) and not learning._beyond_noise(0.91, 1.1)  # 1 / 1.1 shows as 0.91
 
 
 def test_the_reading_names_the_baseline_of_every_multiplier_and_only_costs_beyond_the_noise(sweep):
@@ -338,8 +411,16 @@ def test_the_reading_names_the_baseline_of_every_multiplier_and_only_costs_beyon
     overfit = teaching.overfitting_table(sweep)
     text = _text(learning.reading_text(cost, 17.4, tests, 0.1, overfit.loc["sample"], overfit.drop(index="sample"),
                                        sweep))
-    assert "relative to the base on this machine: repeat_times=16 4.0×, repeat_times=2 0.6×" in text
-    assert "Only repeat_times=16 lies beyond the timing noise of 2.2 (a factor of 2.0 between" in text
+    assert ("relative to the base on this machine: batch_size=256 1.20×, repeat_times=16 4.00×, "
+            "batch_size=4096 0.90×, repeat_times=2 0.60×, horizon_len=128 1.00×.") in text
+    assert ("Of the 5 variants, 1 lies beyond the timing noise of 2.2 (two timings of the same work differ by a "
+            "factor of 2.00, so beyond means above 2.00 or below 0.50): repeat_times=16.") in text
+    assert "Only" not in text
+    many = learning.cost_reading(_timed(update, {name: 1.0 for name in update} | {"horizon_len=128": 1.1}))
+    many = _text(learning.reading_text(many, 17.4, tests, 0.1, overfit.loc["sample"], overfit.drop(index="sample"),
+                                       sweep)).splitlines()[-1]
+    assert "Of the 5 variants, 4 lie beyond the timing noise" in many
+    assert ": batch_size=256, repeat_times=16, batch_size=4096 and repeat_times=2." in many
     assert "In the live sweep, repeat_times=16 moved the policy 17.4× as far per iteration as the base did" in text
     kl = {(r["market"], r["variant"]): r["approx_kl_mean"] for r in sweep["summary"]}
     sample, synthetic = (kl[(m, "repeat_times=16")] / kl[(m, "base")] for m in ("sample", "synthetic"))

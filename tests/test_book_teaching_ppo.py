@@ -8,6 +8,7 @@ import copy
 import inspect
 import math
 import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import matplotlib
@@ -128,6 +129,7 @@ def test_baseline_text_says_the_ratio_and_compares_the_samples_with_the_minibatc
     text = _text(teaching_ppo.baseline_text(table, needed, minibatch))
     ratio = teaching_ppo.variance_ratio(table)
     assert f"cuts the variance per batch to {ratio:.2f} of that without one" in text
+    assert f"a factor of about √{ratio:.2f} = {math.sqrt(ratio):.2f} on the error" in text
     assert f"about {needed[teaching_ppo.WITH_BASELINE]:,.0f} samples" in text
     side = "more than" if needed[teaching_ppo.WITH_BASELINE] > minibatch else "no more than"
     assert f", {side} one PPO minibatch of {minibatch:,}." in text
@@ -189,6 +191,30 @@ def test_noise_cost_table_and_text_say_what_the_replays_measured():
     assert f"trade {1.43 / 0.02:.0f} times as much" in text and "pay 0.111 a day in fees" in text
     still = _text(teaching_ppo.noise_cost_text(sampled, dict(held, traded=0.0)))
     assert "times" not in still and "every day, unlike the mean portfolio" in still
+
+
+def test_gae_reach_days_is_the_first_day_below_the_level_and_the_summary_states_it():
+    for gamma, lam in ((0.9, 0.95), (0.99, 0.95), (0.5, 1.0)):
+        days = teaching_ppo.gae_reach_days(gamma, lam)
+        assert (gamma * lam) ** days < 0.1 <= (gamma * lam) ** (days - 1)
+    assert teaching_ppo.gae_reach_days(0.9, 0.95) == 15  # 0.855^15 = 0.096, 0.855^14 = 0.112
+    text = _text(teaching_ppo.gae_summary_text(0.9, 0.95))
+    assert text.startswith("* GAE blends") and "(γ = 0.9, λ = 0.95)" in text and "after 15 trading days" in text
+
+
+def test_the_intro_reads_the_walk_forward_as_its_record_does():
+    """book/intro.md: no test year separates the agent from buy-and-hold; pooled, a tie at ±0.25, and every
+    seed's pooled Sharpe ended below buy-and-hold's."""
+    walk = read_records("bench_walkforward.json")[0]
+    reading = ft.book.learning.walkforward_reading(walk)
+    verdicts = teaching.walkforward_verdicts(walk)
+    assert verdicts["pooled"] == "tie" and reading["pooled"]["margin"] == 0.25
+    assert all(verdicts[year] == "inconclusive" for year in ("2017", "2018", "2019"))
+    assert all(ci["low"] < 0 < ci["high"] for ci in reading["intervals"].values())
+    assert len(reading["seed_differences"]["pooled"]) == len(walk["seeds"]) == 3
+    assert all(d < 0 for d in reading["seed_differences"]["pooled"])
+    intro = (Path(__file__).resolve().parents[1] / "book" / "intro.md").read_text(encoding="utf-8")
+    assert "every seed ended below buy-and-hold" in intro and "±0.25 Sharpe" in intro
 
 
 def test_plot_gae_reach_draws_the_weights_of_each_lambda():

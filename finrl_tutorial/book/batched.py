@@ -248,10 +248,11 @@ def rounds_reading(rounds: pd.DataFrame) -> dict:
             "cores": rounds.attrs["cores"], "threads low": float(threads.min()), "threads high": float(threads.max())}
 
 
-def rounds_text(rounds: pd.DataFrame):
+def rounds_text(rounds: pd.DataFrame, fast: bool = False):
     """This run's answer of 6.5 (`rounds_reading`): the range of the rounds' ratios against the
-    faster single-process setup, the verdict, and what a second thread did to one process.
-    Returns Markdown."""
+    faster single-process setup, the verdict, and what a second thread did to one process; with
+    ``fast`` or a loaded machine (`not_deciding`), that the rounds are mechanics and 6.7 answers from
+    the committed record. Returns Markdown."""
     r = rounds_reading(rounds)
     near = near_boundary_words(r["low"], r["high"])
     text = (f"Round by round, two processes of {r['num_envs']:,} accounts ran {_range(r['low'], r['high'])}× the "
@@ -260,7 +261,21 @@ def rounds_text(rounds: pd.DataFrame):
     if r["cores"] > 1:
         text += (f" One process on {r['cores']} threads ran {_share(r['threads low'])}–{_share(r['threads high'])}× "
                  "the env-steps/s of the same process on 1 thread.")
+    why = not_deciding(rounds, fast)
+    if why:
+        text += (f" These rounds {why}: they show the mechanics of the verdict, not a finding. 6.7 answers from the "
+                 "committed record.")
     return _markdown(text)
+
+
+def not_deciding(rounds: pd.DataFrame, fast: bool = False) -> str:
+    """Why this run's rounds (`process_rounds`) cannot answer 6.5's question, in words (``""`` when they
+    can): ``fast`` (fast mode's short measurements), or a load average above the cores in some round."""
+    reasons = ["are fast mode's short measurements"] if fast else []
+    load, cores = float(rounds["load average"].max()), rounds.attrs["cores"]
+    if load > cores:
+        reasons.append(f"ran on a loaded machine (load average up to {load:.1f} on {cores} cores)")
+    return " and ".join(reasons)
 
 
 def committed_reading(quiet: list[dict], loaded: list[dict]) -> dict:
@@ -372,20 +387,27 @@ def gpu_reading(anchors: list[dict], stocks: int = 15) -> dict:
                                for graph, part in free.groupby("graph")}}
 
 
-def plot_gpu_beside_cpu(gpu: dict, rate: pd.Series, ax) -> None:
-    """Draw on ``ax`` the H200 curves of ``gpu`` (`gpu_reading`; `GPU_CURVES`) and this run's batched
-    env on this CPU (``rate["vec"]``), each labelled with its device, on log axes; the title says
+def plot_gpu_beside_cpu(gpu: dict, rate: pd.Series, axes) -> None:
+    """Draw the two devices in two panels of ``axes`` (a pair), each titled with its device and its
+    program, on log axes of their own: the H200 curves of ``gpu`` (`gpu_reading`; `GPU_CURVES`) on the
+    first, this run's batched env on this CPU (``rate["vec"]``) on the second. The figure's title says
     that no ratio across the devices is stated."""
+    gpu_ax, cpu_ax = axes
     rows = gpu["rows"]
     for (name, graph), (label, style, color) in GPU_CURVES.items():
         part = rows[(rows["bench"] == name) & (rows["graph"] == graph)].sort_values("num_envs")
-        ax.plot(part["num_envs"], part["env_steps_per_s"], style, color=color, label=f"GPU (H200): {label}")
-    ax.plot(rate["vec"].index, rate["vec"].to_numpy(), "o-", color="black",
-            label="CPU (this machine, this run): ours, VecStockTradingEnv")
-    ax.set(xscale="log", yscale="log", xlabel="accounts (sub-envs)", ylabel="env-steps / s",
-           title=f"Two devices on one axis: one NVIDIA H200 ({gpu['meta']['date']}) and this CPU; no ratio across them")
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize="small")
+        gpu_ax.plot(part["num_envs"], part["env_steps_per_s"], style, color=color, label=f"GPU (H200): {label}")
+    gpu_ax.set_title(f"GPU: one NVIDIA H200 ({gpu['meta']['date']})\nElegantRL's StockTradingVecEnv, a rule-free env",
+                     fontsize="medium")
+    cpu_ax.plot(rate["vec"].index, rate["vec"].to_numpy(), "o-", color="black",
+                label="CPU (this machine, this run): ours, VecStockTradingEnv")
+    cpu_ax.set_title(f"CPU: this machine ({os.cpu_count() or 1} cores), this run\nours, VecStockTradingEnv",
+                     fontsize="medium")
+    for ax in axes:
+        ax.set(xscale="log", yscale="log", xlabel="accounts (sub-envs)", ylabel="env-steps / s")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize="small")
+    gpu_ax.figure.suptitle("Two devices, two panels: each curve read for its own shape, no ratio across them")
 
 
 def call_grows(per_call: pd.Series) -> bool:
@@ -439,29 +461,42 @@ The record `{GPU_RECORD}` was measured on {meta['device']}, on {meta['date']}, w
 
 # --- the answer --------------------------------------------------------------------------------------
 
-def answer(rate: pd.Series, rounds: pd.DataFrame, committed: dict, per_call: dict) -> dict:
+def committed_answer(committed: dict) -> str:
+    """What the quiet committed record (`committed_reading`) answers on a second batched process: its
+    verdict from rounds, or ``"inconclusive"`` where it holds one ratio against a single run."""
+    verdict = committed["two processes"]["verdict"]
+    return "inconclusive" if verdict == "one ratio" else verdict
+
+
+def answer(rate: pd.Series, rounds: pd.DataFrame, committed: dict, per_call: dict, fast: bool = False) -> dict:
     """The chapter's answer in numbers: the batched env ÷ the subprocess VecEnv at the smallest
     shared size (``"same"``, at ``"accounts"``), the call of the largest batched size ÷ the call at
     that size (``"call ratio"``, ``"large"``; `same_accounts_reading`), this run's rounds
-    (`rounds_reading`), the committed comparisons (`committed_reading`), which of the three
-    measurements of a second batched process shows it paying (``"paid"``: names), and the
-    projection of the cost model fitted in 6.3 with a free core per process: two processes of N
-    accounts ÷ one process of 2N (``"projected"``)."""
+    (`rounds_reading`), whether they may answer (``"live"``: not in fast mode, ``fast``, and no round
+    loaded past the cores; ``"why not"``: `not_deciding`), the committed comparisons
+    (`committed_reading`) and their answer (``"committed answer"``: `committed_answer`), which
+    measurements of a second batched process show it paying (``"paid"``: names; this run only where
+    it is live), and the projection of the cost model fitted in 6.3 with a free core per process: two
+    processes of N accounts ÷ one process of 2N (``"projected"``)."""
     same = same_accounts_reading(rate)
     run = rounds_reading(rounds)
+    why = not_deciding(rounds, fast)
     n = run["num_envs"]
     c, a = per_call["call_seconds"], per_call["account_seconds"]
-    paid = [name for name, shown in (("this run", run["verdict"] == "faster"),
+    paid = [name for name, shown in (("this run", not why and run["verdict"] == "faster"),
                                      ("the quiet committed record", committed["two processes"]["speed-up"] > 1),
                                      ("the loaded committed record", committed["loaded"]["speed-up"] > 1)) if shown]
     return {"accounts": same["small"], "same": same["same"][same["small"]], "large": same["large"],
-            "call ratio": same["call ratio"], "rounds": run, "committed": committed,
+            "call ratio": same["call ratio"], "rounds": run, "committed": committed, "live": not why, "why not": why,
+            "committed answer": committed_answer(committed),
             "paid": paid, "projected": (c + 2 * n * a) / (c + n * a), "per call": per_call}
 
 
 def answer_text(result: dict):
     """The chapter's answer (`answer`) to its two questions, and what it says of a GPU: measured on
-    this CPU, then the projection, labelled as one. Returns Markdown."""
+    this CPU, then the projection, labelled as one. Where this run's rounds may not answer (fast mode
+    or a loaded machine), the second answer rests on the quiet committed record and the rounds are
+    named as this run's mechanics. Returns Markdown."""
     run, c = result["rounds"], result["committed"]
     n = run["num_envs"]
     cores = f"{c['cores']}" if run["cores"] == c["cores"] else f"{run['cores']} and {c['cores']}"
@@ -473,6 +508,21 @@ def answer_text(result: dict):
     else:
         measured = (f"So none of these measurements on {cores} cores shows a second batched process paying"
                     + (", not even the one where each process had a core of its own." if c["own cores"] else "."))
+    record = (f"In the committed record of a quiet machine, two processes of {c['per process']:,} accounts ran "
+              f"{pair['speed-up']:.2f}× the env-steps/s of one process with all {c['accounts']:,} accounts on one "
+              f"thread (the only single-process setup it holds), and under heavy load {loaded['speed-up']:.2f}× of "
+              "the same baseline"
+              + ("; each is one ratio against a single run, so neither is a verdict. "
+                 if pair["verdict"] == loaded["verdict"] == "one ratio" else
+                 f" (verdicts from their rounds: {pair['verdict']}, {loaded['verdict']}). "))
+    live = (f"In this run, two processes of {n:,} accounts ran {_range(run['low'], run['high'])}× the env-steps/s of "
+            f"the faster single process with all {2 * n:,} accounts, round by round")
+    if result["live"]:
+        second = f"{live}: {speed_verdict_words(run['verdict'])}. {record}{measured}"
+    else:
+        second = (f"The committed record answers it, because this run's rounds {result['why not']}. {record}"
+                  f"{measured} On the committed record the answer is {result['committed answer']}. {live}; "
+                  "they show how the rounds are read, not the answer.")
     return _markdown("\n".join([
         "**The answer, on this CPU (measured):**\n",
         f"* *Is the multi-process VecEnv obsolete?* For an env written as tensor operations, yes: at the same "
@@ -480,15 +530,7 @@ def answer_text(result: dict):
         f"subprocess VecEnv, and one call of {result['large']:,} accounts took only {result['call ratio']:.0f}× as "
         f"long as a call of {result['accounts']:,} (6.4). The multi-process VecEnv remains the tool for envs that "
         "cannot be batched.",
-        f"* *Should several processes each run a batched env?* In this run, two processes of {n:,} accounts ran "
-        f"{_range(run['low'], run['high'])}× the env-steps/s of the faster single process with all {2 * n:,} "
-        f"accounts, round by round: {speed_verdict_words(run['verdict'])}. In the committed record of a quiet "
-        f"machine, two processes of {c['per process']:,} accounts ran {pair['speed-up']:.2f}× the env-steps/s of one "
-        f"process with all {c['accounts']:,} accounts on one thread (the only single-process setup it holds), and "
-        f"under heavy load {loaded['speed-up']:.2f}× of the same baseline"
-        + ("; each is one ratio against a single run, so neither is a verdict. "
-           if pair["verdict"] == loaded["verdict"] == "one ratio" else
-           f" (verdicts from their rounds: {pair['verdict']}, {loaded['verdict']}). ") + measured,
+        f"* *Should several processes each run a batched env?* {second}",
         f"* **Projection, not measurement:** the call cost fitted in 6.3, $t(n) = c + a \\cdot n$, with a free core "
         f"for each process and nothing else shared, gives two processes of {n:,} accounts {result['projected']:.2f}× "
         f"the env-steps/s of one process with {2 * n:,}. What the processes share beyond the cores (memory "
@@ -509,14 +551,17 @@ def box_contents(result: dict, gpu: dict) -> dict:
         "this_run": {
             f"{result['accounts']:,} accounts: batched env ÷ subprocess VecEnv": f"{result['same']:.1f}×",
             f"2 processes × {n:,} ÷ faster 1 process × {2 * n:,} (1 or {run['cores']} threads)":
-                f"rounds {_range(run['low'], run['high'])}×: {run['verdict']}",
+                f"rounds {_range(run['low'], run['high'])}×"
+                + (f": {run['verdict']}" if result.get("live", True) else ", not the answer (6.7)"),
             "fixed cost of one batched call": f"{1e6 * result['per call']['call_seconds']:,.0f} µs",
         },
         "committed": {
             f"{SCALE_RECORD} ({c['date']}), 2 accounts: batched env ÷ subprocess VecEnv":
                 f"{c['two accounts']['speed-up']:.1f}×",
             f"{SCALE_RECORD}, 2 processes × {c['per process']:,} ÷ 1 process × {c['accounts']:,} (1 thread)":
-                f"{c['two processes']['speed-up']:.2f}× (one ratio, no verdict)",
+                f"{c['two processes']['speed-up']:.2f}× (one ratio, no verdict: inconclusive)"
+                if c["two processes"]["verdict"] == "one ratio" else
+                f"{c['two processes']['speed-up']:.2f}× ({c['two processes']['verdict']})",
             f"{GPU_RECORD} ({gpu['meta']['date']}, one H200: another device, another program)":
                 f"ElegantRL's StockTradingVecEnv {elegant.max():,.0f} env-steps/s at {elegant.idxmax():,} accounts",
         },

@@ -268,18 +268,29 @@ def update_shares(loop: pd.DataFrame) -> pd.Series:
     return 1 - largest["samples_per_s"] / largest["rollout_env_steps_per_s"]
 
 
-def loop_cost_words(scale_records: Iterable[dict], loop: pd.DataFrame) -> object:
+def loop_rows_predate(train: pd.DataFrame, loop: pd.DataFrame) -> bool:
+    """Whether the ``bench train`` rows read in 8.3 (``loop``: `loop_rows`) were made before the change
+    to the stockwise network that the left-out pairs of ``train`` time."""
+    left_out = train.drop(loop.index)
+    return bool(len(left_out)) and pd.to_datetime(loop["date"]).max() < pd.to_datetime(left_out["date"]).min()
+
+
+def loop_cost_words(scale_records: Iterable[dict], loop: pd.DataFrame, train: pd.DataFrame | None = None) -> object:
     """8.3's reading as Markdown: where PPO's iteration goes at the largest size the scale record
-    measured the three rates together, and the update's share in ``bench train``'s rows."""
+    measured the three rates together, and the update's share in ``bench train``'s rows; with
+    ``train`` (all ``bench train`` rows), which of the two records times the current network."""
     reading = loop_cost_reading(scale_records)
     shares = update_shares(loop)
+    old = train is not None and loop_rows_predate(train, loop)
+    rows = ("* The `bench train` rows of 8.3's first table predate the latest change to the stockwise network. "
+            f"The rows of `{SCALE_RECORD}` (the table just above) time the current one. The older rows agree on the "
+            "shape: at " if old else "* The `bench train` rows (another day, read for their shape) agree: at ")
     bottleneck = ("the networks, not the market simulation, are the bottleneck once the env is batched"
                   if reading["rollout_share"] < 0.5 else "the market simulation is still a large part of the time")
     return _markdown(
         f"* At {reading['largest']:,} envs PPO's update takes **{reading['update_share']:.0%}** of an iteration, "
         f"and the rollout runs at {reading['rollout_share']:.0%} of the bare env's rate: {bottleneck}.\n"
-        f"* The `bench train` rows (another day, read for their shape) agree: at {int(loop['num_envs'].max()):,} envs "
-        "the update takes " + " and ".join(f"{share:.0%} of {algo.upper()}'s iteration"
+        f"{rows}{int(loop['num_envs'].max()):,} envs the update takes " + " and ".join(f"{share:.0%} of {algo.upper()}'s iteration"
                                            for algo, share in shares.items()) + ".")
 
 
@@ -295,7 +306,7 @@ def loop_note(train: pd.DataFrame, loop: pd.DataFrame, scale_records: Sequence[d
                 else "load average recorded.")]
     if len(left_out):
         loads = pd.concat([left_out["loadavg_before"], left_out["loadavg_after"]]).str[0]
-        if pd.to_datetime(loop["date"]).max() < pd.to_datetime(left_out["date"]).min():
+        if loop_rows_predate(train, loop):
             items.append("These rows were made before the latest change to the code of the stockwise network (the "
                          "left-out rows below time that change), so they show the loop's shape; the current agent's "
                          f"loop is timed in `{SCALE_RECORD}`.")
@@ -312,6 +323,44 @@ def loop_note(train: pd.DataFrame, loop: pd.DataFrame, scale_records: Sequence[d
                  f"{min(reading['loads']):.1f}–{max(reading['loads']):.1f} on {reading['cores']} cores, over its "
                  f"{len(reading['loads'])} loop runs ({int(shares.index.min()):,} to {int(shares.index.max()):,} envs).")
     return how_measured(items)
+
+
+def loop_vs_trainer(scale_records: Sequence[dict], num_envs: int = 64) -> dict:
+    """The two measurements of PPO's loop at ``num_envs`` envs in one ``bench scale`` record: the ``vec``
+    row (8.3: one run of `measure_loop`, which times the rollout and the update phases only) and the
+    in-process trainer on one thread (8.4: the trainer's whole iterations on its own clock, the median
+    of its rounds). Each one's samples/s and rollout env-steps/s, the trainer's rounds and its
+    samples/s from its phases alone, and the load averages of each."""
+    records = list(scale_records)
+    vec = next(r for r in records if r["layout"] == "vec" and r["num_envs"] == num_envs and "samples_per_s" in r)
+    trainer = next(r for r in records if r["layout"] == "trainer" and r["num_envs"] == num_envs
+                   and r.get("learner_threads", 1) == 1)
+    phases = trainer["phases"]
+    rollout = phases["rollout"]
+    rounds = [run["samples_per_s"] for run in trainer["runs"]]
+    return {"num_envs": num_envs, "loop": vec["samples_per_s"], "loop rollout": vec["rollout_env_steps_per_s"],
+            "loop load": vec["loadavg"][0], "trainer": trainer["samples_per_s"], "trainer rounds": rounds,
+            "trainer rollout seconds": rollout, "samples": trainer["samples_per_iteration"],
+            "trainer rollout": trainer["samples_per_iteration"] / rollout,
+            "trainer phases": trainer["samples_per_iteration"] / sum(phases.values()),
+            "trainer loads": [run["loadavg"][0] for run in trainer["runs"]], "repeats": int(trainer["repeats"])}
+
+
+def loop_vs_trainer_words(scale_records: Sequence[dict], num_envs: int = 64) -> object:
+    """Why 8.3's loop and 8.4's in-process trainer at the same envs give different rates from the same
+    record (`loop_vs_trainer`): two measurements, one phase-timed run and the median of the trainer's
+    rounds. Returns Markdown."""
+    r = loop_vs_trainer(scale_records, num_envs)
+    return _markdown(
+        f"8.3's row at {r['num_envs']:,} envs and the in-process trainer ({r['num_envs']:,} envs) here are the same "
+        f"configuration, measured twice in `{SCALE_RECORD}`. 8.3's is one run that times the rollout and the update "
+        f"only: {r['loop']:,.0f} samples/s, rollout {r['loop rollout']:,.0f} env-steps/s. The trainer's is the median "
+        f"of {r['repeats']} rounds of its whole iterations: {r['trainer']:,.0f} samples/s (rounds "
+        f"{min(r['trainer rounds']):,.0f}–{max(r['trainer rounds']):,.0f}). Its rollout took "
+        f"{r['trainer rollout seconds']:.3f} s per {r['samples']:,} samples ({r['trainer rollout']:,.0f} env-steps/s). "
+        f"Timing the phases only does not explain the gap: the trainer's phases alone give "
+        f"{r['trainer phases']:,.0f} samples/s. They are different runs, and runs on this machine vary: compare a "
+        "rate only with the others of its own table.")
 
 
 # --- 8.4 scale-out layouts --------------------------------------------------------------------------
@@ -606,20 +655,20 @@ def _seed_sharpes(report: dict) -> list[float]:
     return [row["sharpe_ratio"] for row in (rows.values() if isinstance(rows, dict) else rows)]
 
 
-def _versus_line(report: dict, margin: float | None = None) -> str:
+def _versus_line(report: dict, margin: float | None = None, bold: bool = True) -> str:
     """The bootstrap verdict against buy-and-hold, recomputed from the stored interval (`stored_verdict`)."""
     versus = report["sharpe_vs_buy_and_hold"]
     margin = versus.get("margin", TIE_MARGIN) if margin is None else margin
     verdict = stored_verdict(versus, margin)
     reason = verdict_reason(verdict, margin, versus["low"], versus["high"])
     return (f"Sharpe difference {versus['difference']:+.2f}, 95 % paired block-bootstrap interval "
-            f"[{versus['low']:+.2f}, {versus['high']:+.2f}]: **{verdict}** ({reason})")
+            f"[{versus['low']:+.2f}, {versus['high']:+.2f}]: " + (f"**{verdict}**" if bold else verdict) + f" ({reason})")
 
 
-def seed_words(report: dict) -> object:
+def seed_words(report: dict, fast: bool = False) -> object:
     """8.6's reading of a multi-seed report as Markdown: the agent's test Sharpe against buy-and-hold with
     the standard error of the mean over seeds, and the bootstrap verdict (which also counts the luck of
-    the test days)."""
+    the test days; in bold unless ``fast``: a fast-mode run's verdict is no finding)."""
     mean, std = report["agent"]["sharpe_ratio"], report["agent_std"]["sharpe_ratio"]
     hold = report["baselines"]["equal_weight_buy_and_hold"]["sharpe_ratio"]
     seeds = len(report["seeds"])
@@ -627,11 +676,12 @@ def seed_words(report: dict) -> object:
     gap = mean - hold
     spread = (f"a gap of {gap:+.2f}, {abs(gap) / error:.1f} standard errors of the mean over seeds "
               f"(standard error {error:.2f})" if error >= 0.01 else
-              f"a gap of {gap:+.2f}; the seeds barely differ (a short run leaves every seed's policy near where it "
-              "started), so their spread is no yardstick here: the bootstrap interval of the next line is")
+              f"a gap of {gap:+.2f}; the standard error of the mean over seeds is {error:.3f}: the seeds barely "
+              "differ (a short run leaves every seed's policy near where it started), so their spread is no "
+              "yardstick here: the bootstrap interval of the next line is")
     return _markdown(
         f"* Test Sharpe: agent {mean:.2f} ± {std:.2f} over {seeds} seeds, buy-and-hold {hold:.2f}: {spread}.\n"
-        f"* Against buy-and-hold, counting the luck of the test days too: {_versus_line(report)}.")
+        f"* Against buy-and-hold, counting the luck of the test days too: {_versus_line(report, bold=not fast)}.")
 
 
 def untrained_reading(report: dict) -> dict:

@@ -19,7 +19,7 @@ from .folded import MethodNote, how_measured as folded_note
 
 __all__ = ["source_summary", "longest_stretch", "plot_suspensions", "plot_ex_day", "own_moves", "ex_day_sizing",
            "sizing_table", "budget_table", "mark_learning_curve", "verdict_sentences", "with_extra_dividend",
-           "luck_and_training", "committed_verdict", "committed_table", "validation_curves",
+           "luck_and_training", "seeds_below_hold", "committed_verdict", "committed_table", "validation_curves",
            "validation_reading", "distance_from_untrained", "distance_reading", "how_measured", "chapter_box"]
 
 
@@ -191,10 +191,11 @@ def sizing_table(sizing: Mapping, ex_day: str) -> pd.DataFrame:
 # --------------------------------------------------------------------------- 1.7: training
 
 def budget_table(result, report: Mapping) -> pd.DataFrame:
-    """This run against one seed of the committed full-size run (``report``: the five-seed
+    """This run against the committed full-size run, per seed (``report``: the five-seed
     ``report.json``): env-steps, the share of the full-size budget, the kept checkpoint's validation
-    Sharpe (the committed seeds' range) and the wall time (each on its own machine; the committed
-    machine is in ``report["machine"]``). Values written out, one row each."""
+    Sharpe (for the committed run, the range over its seeds) and the wall time (the committed run's
+    mean per seed; each on its own machine, the committed one is in ``report["machine"]``). Values
+    written out, one row each, each saying what it is."""
     seeds = len(report["seeds"])
     per_seed = report["env_steps"] / seeds
     valid = list(report["valid_sharpe_per_seed"].values())
@@ -203,10 +204,10 @@ def budget_table(result, report: Mapping) -> pd.DataFrame:
             "env-steps": f"{result.env_steps:,}", "share of the full-size budget": f"{result.env_steps / per_seed:.1%}",
             "kept checkpoint's validation Sharpe": f"{result.best_valid_sharpe:.2f}",
             "wall time": f"{result.wall_seconds:.0f} s"},
-        f"committed full-size run, one of {seeds} seeds": {
+        f"committed full-size run, per seed ({seeds} seeds)": {
             "env-steps": f"{per_seed:,.0f}", "share of the full-size budget": f"{1:.0%}",
-            "kept checkpoint's validation Sharpe": f"{min(valid):.2f} .. {max(valid):.2f}",
-            "wall time": f"{report['wall_seconds'] / seeds:.0f} s"},
+            "kept checkpoint's validation Sharpe": f"{min(valid):.2f} .. {max(valid):.2f} (the {seeds} seeds' range)",
+            "wall time": f"{report['wall_seconds'] / seeds:.0f} s (mean of the {seeds} seeds)"},
     }
     return pd.DataFrame(rows).T
 
@@ -317,18 +318,29 @@ def luck_and_training(randoms: Sequence, table: pd.DataFrame, report: Mapping, e
     return _markdown("\n".join(lines))
 
 
+def seeds_below_hold(report: Mapping) -> tuple[int, int]:
+    """How many of the committed ``report``'s seeds ended with a test Sharpe below equal-weight
+    buy-and-hold's, and how many seeds there are: ``(below, seeds)``."""
+    hold = report["baselines"]["equal_weight_buy_and_hold"]["sharpe_ratio"]
+    seeds = [row["sharpe_ratio"] for row in report["agent_per_seed"].values()]
+    return sum(sharpe < hold for sharpe in seeds), len(seeds)
+
+
 def committed_verdict(report: Mapping):
-    """The committed multi-seed ``report``'s interval against buy-and-hold in one sentence: the mean
-    Sharpe difference over its seeds, the 95 % interval and the verdict recomputed from the bounds
-    (`finrl_tutorial.metrics.stored_verdict`), with its reason. A Markdown."""
+    """The committed multi-seed ``report``'s interval against buy-and-hold in short sentences: the
+    mean Sharpe difference over its seeds, the 95 % interval and the verdict recomputed from the
+    bounds (`finrl_tutorial.metrics.stored_verdict`), with its reason; then how many seeds ended
+    below buy-and-hold (`seeds_below_hold`), which the interval (over the days) does not show. A
+    Markdown."""
     from ..metrics import stored_verdict, verdict_reason
 
     versus = report["sharpe_vs_buy_and_hold"]
     verdict = stored_verdict(versus)
     reason = verdict_reason(verdict, versus.get("margin"), versus["low"], versus["high"])
+    below, seeds = seeds_below_hold(report)
     return _markdown(f"Over its {len(report['seeds'])} seeds, Sharpe(agent) − Sharpe(buy-and-hold) = "
                      f"{versus['difference']:+.2f}, 95 % interval [{versus['low']:+.2f}, {versus['high']:+.2f}]: "
-                     f"**{verdict}**, as {reason}.")
+                     f"**{verdict}**, as {reason}. {below} of the {seeds} seeds ended below buy-and-hold.")
 
 
 def committed_table(report: Mapping) -> pd.DataFrame:
@@ -429,12 +441,21 @@ def how_measured(report: Mapping, sweep: Mapping) -> MethodNote:
     versus = report["sharpe_vs_buy_and_hold"]
     runs = _base_runs(sweep)
     note = report.get("command_note", "")
+    config = report["config"]
+    rollout = config["num_envs"] * config["horizon_len"]
+    per_seed = report["env_steps"] / len(seeds)
     return folded_note([
         ("The full-size run",
          f"the record `main_job_5seeds_report.json`, made by `{report['command']}`: seeds "
-         f"{', '.join(map(str, seeds))}, {report['env_steps'] / len(seeds):,.0f} env-steps and "
+         f"{', '.join(map(str, seeds))}, {per_seed:,.0f} env-steps and "
          f"{report['wall_seconds'] / len(seeds):.0f} s a seed on {machine['cpu_count']} CPU cores, "
-         f"{machine['date'][:10]}." + (f" {note[0].upper() + note[1:]}." if note else "")),
+         f"{machine['date'][:10]}."),
+        ("Its budget",
+         f"{config['total_steps']:,} env-steps asked for per seed. A run stops at the last whole iteration. One "
+         f"iteration is a rollout of num_envs × horizon_len = {config['num_envs']} × {config['horizon_len']} = "
+         f"{rollout:,} env-steps. So a seed ran {per_seed / rollout:.0f} iterations: {per_seed:,.0f} of the "
+         f"{config['total_steps']:,} asked for."),
+        *([("The record's note, with the machine's load", note[0].upper() + note[1:] + ".")] if note else []),
         ("Its interval",
          f"a paired block bootstrap of the {versus['curves']} seeds' test-year curves ({versus['days']} days) "
          f"against buy-and-hold, in blocks of {versus['block_days']} days, {versus['resamples']:,} resamples."),
@@ -477,10 +498,11 @@ def chapter_box(env_steps: int, table: pd.DataFrame, versus: Mapping, missing: p
             f"{moved.loc['chosen checkpoint', 'test-year portfolio held differently']:.1%}",
     }
     verdict = stored_verdict(report_versus)
+    below, seeds = seeds_below_hold(report)
     committed = {
         f"full-size run, {len(report['seeds'])} seeds (main_job_5seeds_report.json)":
             f"Sharpe {report['agent']['sharpe_ratio']:.2f} ± {report['agent_std']['sharpe_ratio']:.2f} vs "
-            f"{report_hold['sharpe_ratio']:.2f}: {verdict}",
+            f"{report_hold['sharpe_ratio']:.2f}: {verdict}; {below} of {seeds} seeds below buy-and-hold",
         "sample, validation Sharpe (bench_sweep.json)":
             f"{curves['first validation'].mean():.2f} after one update, {curves['last validation'].mean():.2f} at "
             f"the end (earlier ex-day sizing: buy-and-hold {sweep_hold:.2f} there, {page_hold_valid:.2f} on this page)",

@@ -27,7 +27,8 @@ __all__ = [
     "style_signal_rule", "walkforward_reading", "walkforward_text", "walkforward_method", "realistic_provenance",
     "realistic_method", "no_capture_text", "style_realistic", "oracle_range_text", "style_oracles", "budget_table",
     "budget_reading", "budget_text", "style_budgets", "edge_box", "walkforward_seed_differences", "with_seed_spread",
-    "agent_excess_per_market", "ceiling_text", "ic_scale_text",
+    "agent_excess_per_market", "ceiling_text", "ic_scale_text", "walkforward_pooled_hold", "near_margin",
+    "fragile_sentences", "margin_details", "walkforward_verdict_text",
     # chapter 2
     "live_runs_table", "style_live_runs", "QUIET_LABEL", "quiet_base_cost", "plot_cost", "cost_reading",
     "update_cost_table", "cost_text", "cost_method", "update_share_text", "kl_tables", "plot_kl", "kl_ratio_table",
@@ -76,8 +77,8 @@ def bridge_text(main_job: Mapping):
     """Where chapter 1.8 left off, from the five-seed report (``main_job_5seeds_report.json``): the
     Sharpe difference against equal-weight buy-and-hold with its interval and verdict, what that
     interval counts (the days of the seeds' curves, not the spread between seeds) beside the
-    seeds' own differences, and how many seeds ended at or below the untrained network. The
-    verdict is recomputed from the interval's bounds and its margin (`metrics.stored_verdict`),
+    seeds' own differences and how many of them are below 0 (the seeds that ended below
+    buy-and-hold), and how many seeds ended at or below the untrained network. The verdict is recomputed from the interval's bounds and its margin (`metrics.stored_verdict`),
     never read from the stored string. Returns a `Markdown`."""
     from ..metrics import stored_verdict, verdict_reason
 
@@ -87,6 +88,7 @@ def bridge_text(main_job: Mapping):
     hold = main_job["baselines"]["equal_weight_buy_and_hold"]["sharpe_ratio"]
     own = [sharpe - hold for sharpe in seeds]  # each seed's Sharpe minus buy-and-hold's, on the same days
     at_or_below = sum(s <= untrained for s in seeds)
+    below = sum(difference < 0 for difference in own)
     verdict = stored_verdict(versus)
     reason = verdict_reason(verdict, versus.get("margin"), versus["low"], versus["high"])
     return _markdown(
@@ -94,8 +96,8 @@ def bridge_text(main_job: Mapping):
         f"**{versus['difference']:+.2f}** [{versus['low']:+.2f}, {versus['high']:+.2f}]: {verdict} "
         f"({reason}). The interval resamples the test days of the {len(seeds)} seeds' curves together. So it "
         "counts the noise of the days, not the spread between seeds. The seeds' own differences run from "
-        f"{min(own):+.2f} to {max(own):+.2f}. {at_or_below} of the {len(seeds)} trained seeds ended at or below "
-        "the untrained network.")
+        f"{min(own):+.2f} to {max(own):+.2f}: {below} of the {len(seeds)} seeds ended below buy-and-hold. "
+        f"{at_or_below} of the {len(seeds)} trained seeds ended at or below the untrained network.")
 
 
 def total_return(record) -> float:
@@ -221,17 +223,36 @@ def walkforward_reading(walkforward: Mapping) -> dict:
     interval of agent − equal-weight buy-and-hold (``intervals``), the width of each year's
     (``widths``), the pooled interval (``pooled``) and its days, each seed's own Sharpe difference
     per year and pooled (``seed_differences``, `walkforward_seed_differences`), where validation
-    chose the checkpoints (``chosen``, `teaching.walkforward_checkpoints`) and the wall minutes of
-    all runs."""
+    chose the checkpoints (``chosen``, `teaching.walkforward_checkpoints`), the wall minutes of
+    all runs, the annual volatility of the pooled buy-and-hold curve (``pooled_hold_volatility``,
+    `walkforward_pooled_hold`: what the Sharpe margin is in return) and how many seeds ended below
+    buy-and-hold, pooled (``seeds_below``)."""
+    from ..metrics import annual_volatility
+
     years = walkforward["summary"]["years"]
     intervals = {str(row["year"]): row["intervals"]["agent_vs_equal_weight"] for row in years}
     pooled = walkforward["summary"]["pooled"]
     intervals["pooled"] = pooled["intervals"]["agent_vs_equal_weight"]
     widths = {year: ci["high"] - ci["low"] for year, ci in intervals.items() if year != "pooled"}
+    seed_differences = walkforward_seed_differences(walkforward)
     return {"intervals": intervals, "widths": widths, "pooled": intervals["pooled"], "pooled_days": pooled["days"],
-            "seed_differences": walkforward_seed_differences(walkforward),
+            "seed_differences": seed_differences,
             "chosen": teaching.walkforward_checkpoints(walkforward),
-            "wall_minutes": sum(run["wall_seconds"] for run in walkforward["runs"]) / 60}
+            "wall_minutes": sum(run["wall_seconds"] for run in walkforward["runs"]) / 60,
+            "pooled_hold_volatility": annual_volatility(walkforward_pooled_hold(walkforward)),
+            "seeds_below": sum(difference < 0 for difference in seed_differences["pooled"])}
+
+
+def walkforward_pooled_hold(walkforward: Mapping) -> pd.Series:
+    """Equal-weight buy-and-hold's test years in a ``bench walkforward`` record chained into one
+    wealth curve (`bench.walkforward.chain`; buy-and-hold is the same in every seed's run)."""
+    from ..bench.walkforward import chain
+
+    runs = walkforward["runs"]
+    years = sorted({run["year"] for run in runs})
+    first = {year: min((run for run in runs if run["year"] == year), key=lambda run: run["seed"]) for year in years}
+    return chain([pd.Series(first[year]["test_wealth"]["equal_weight_buy_and_hold"],
+                            index=pd.DatetimeIndex(first[year]["test_dates"])) for year in years])
 
 
 def walkforward_seed_differences(walkforward: Mapping) -> dict[str, list[float]]:
@@ -300,7 +321,11 @@ def walkforward_method(walkforward: Mapping, reading: Mapping, live_hold: Mappin
     one paragraph after the record's. Returns a :class:`MethodNote`."""
     paragraphs = [
         f"The record bench_walkforward.json, made on {walkforward['date'][:10]}: seeds {walkforward['seeds']}, "
-        f"{walkforward['total_steps']:,} env-steps per run, a validation every {walkforward['eval_every']} "
+        f"{walkforward['total_steps']:,} env-steps asked for per run"
+        + ("" if {run["env_steps"] for run in walkforward["runs"]} == {walkforward["total_steps"]} else
+           " (" + ", ".join(f"{steps:,}" for steps in sorted({run["env_steps"] for run in walkforward["runs"]}))
+           + " run: a run stops at the last whole iteration)")
+        + f", a validation every {walkforward['eval_every']} "
         f"iterations; {len(walkforward['runs'])} runs, {reading['wall_minutes']:.0f} minutes of wall time one after "
         f"another on {walkforward['machine']['cpu_count']} CPU cores.",
         *([" ".join(fine_print)] if fine_print else []),
@@ -314,6 +339,98 @@ def walkforward_method(walkforward: Mapping, reading: Mapping, live_hold: Mappin
                "the calendar year. 1.8's test split adds the sample's two days of 2020. Each verdict compares "
                "curves on the same days." if split_hold is not None else "."))
     return how_measured(*paragraphs)
+
+
+_ENDS = {"lower": "low", "upper": "high"}
+
+
+def near_margin(intervals: Mapping, verdicts: Mapping, margin: float, within: float = 0.01) -> list[dict]:
+    """The ends of ``intervals`` (name → interval with ``low`` and ``high``) that lie within
+    ``within`` of the margin ±``margin``: two decimals cannot show on which side of it they lie. One
+    dict per such end, in order: ``name``, ``end`` ("lower" or "upper"), ``value``, ``beyond``
+    (whether it lies beyond the margin), ``other`` (the other end's value) and ``turns``: whether
+    moving this end just across the margin changes ``verdicts[name]`` (`metrics.difference_verdict`),
+    i.e. whether that verdict is fragile."""
+    from ..metrics import difference_verdict
+
+    out = []
+    for name, ci in intervals.items():
+        for end, key in _ENDS.items():
+            value = ci[key]
+            if abs(abs(value) - margin) >= within:
+                continue
+            beyond = abs(value) > margin
+            across = math.copysign(margin - within / 2 if beyond else margin + within / 2, value)
+            moved = dict(ci, **{key: across})
+            out.append({"name": name, "end": end, "value": value, "beyond": beyond,
+                        "other": ci[_ENDS["upper" if end == "lower" else "lower"]],
+                        "turns": difference_verdict(moved["low"], moved["high"], margin) != verdicts[name]})
+    return out
+
+
+def fragile_sentences(near: Sequence[Mapping], verdicts: Mapping) -> list[str]:
+    """One short sentence per name in ``near`` (`near_margin`): its verdict is fragile where it turns
+    on an end near the margin, else it does not turn on it."""
+    names = list(dict.fromkeys(n["name"] for n in near))
+    return [f"{name}'s verdict ({verdicts[name]}) "
+            + ("is fragile: it turns on an end within 0.01 of the margin."
+               if any(n["turns"] for n in near if n["name"] == name) else
+               "does not turn on its end near the margin.") for name in names]
+
+
+def margin_details(near: Sequence[Mapping], margin: float) -> list[str]:
+    """The bound details behind `fragile_sentences`, for the folded block: which end of which
+    interval lies near the margin, on which side, and where the other end lies."""
+    if not near:
+        return []
+    lines = [f"Ends near the margin. Two decimals cannot show on which side of the ±{margin} margin an end within "
+             "0.01 of it lies."]
+    for n in near:
+        other = "upper" if n["end"] == "lower" else "lower"
+        other_side = "beyond" if abs(n["other"]) > margin else "inside"
+        lines.append(f"{n['name']}: the {n['end']} end, {n['value']:+.3f}, lies just "
+                     f"{'beyond' if n['beyond'] else 'inside'} the margin; the {other} end, {n['other']:+.3f}, lies "
+                     f"{other_side} it" + (", so the first decides the verdict." if n["turns"] else
+                                          ", so the verdict does not turn on the first."))
+    return lines
+
+
+def walkforward_verdict_text(walkforward: Mapping, reading: Mapping, verdicts: Mapping, margin: float,
+                             near: Sequence[Mapping] = ()):
+    """What the walk-forward's verdicts say (`walkforward_reading`, `teaching.walkforward_verdicts`):
+    whether any interval excludes 0, with each test year's buy-and-hold rising or falling; the
+    pooled verdict with the margin in return a year at the pooled buy-and-hold's volatility, and how
+    many seeds ended below buy-and-hold, pooled (the interval counts the days, not the seeds); one
+    sentence per year with an end near the margin (`fragile_sentences`). Returns a `Markdown`."""
+    intervals = reading["intervals"]
+    apart = [name for name, ci in intervals.items() if not ci["low"] < 0 < ci["high"]]
+    moves = [("rising" if row["equal_weight_buy_and_hold"]["cumulative_return"]["mean"] > 0 else "falling",
+              str(row["year"])) for row in walkforward["summary"]["years"]]
+    years = [f"a {move} one ({year})" for move, year in moves]
+    first = ("**No test year separates the agent from buy-and-hold, nor does the pooled curve.** Every interval "
+             "contains 0." if not apart else f"**The intervals of {', '.join(apart)} exclude 0.**")
+    seeds = len(reading["seed_differences"]["pooled"])
+    in_return = margin * reading["pooled_hold_volatility"]
+    if verdicts["pooled"] == "tie":
+        pooled_part = (
+            f"Pooled, the three years narrow the interval to fit inside ±{margin} Sharpe: a tie. So over these years "
+            f"the agent and buy-and-hold are not distinguishable at about ±{100 * in_return:.0f} % of return a year "
+            f"(the margin at buy-and-hold's volatility, {100 * reading['pooled_hold_volatility']:.0f} %).")
+    else:
+        pooled_part = f"Pooled, the three years narrow the interval, but not inside ±{margin} Sharpe."
+    text = (
+        f"{first} The years include {', '.join(years[:-1])} and {years[-1]}. The untrained network reads the "
+        "same. The reason is the one 1.8 found. Validation mostly kept the checkpoint after the first update "
+        "(the line under the figure). So the tested agent is close to the untrained network.\n\n"
+        "An edge smaller than one year's interval width (under the figure) cannot show in one year. "
+        f"{pooled_part} Yet {reading['seeds_below']} of the {seeds} seeds ended below buy-and-hold, pooled (the "
+        "table's seeds' column). The interval counts the noise of the days, not the spread between seeds. "
+        "That does not mean A-shares hold nothing to learn. This is one "
+        "small universe of survivors (1.2), with nine features of price and volume.")
+    if near:
+        text += ("\n\n**Verdicts near the margin** (1.8). " + " ".join(fragile_sentences(near, verdicts))
+                 + " The block below gives the ends.")
+    return _markdown(text)
 
 
 # --------------------------------------------------------------------------- chapter 1.11: realistic strength
@@ -552,12 +669,16 @@ def style_budgets(table: pd.DataFrame):
 
 def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: float, planted: pd.DataFrame,
              ppo_vs_a2c: Mapping, versus_rule: pd.DataFrame, wf_intervals: Mapping, wf_verdicts: Mapping,
-             fragile: Mapping, margin: float, cells: pd.DataFrame, per_market: pd.DataFrame):
+             near: Sequence[Mapping], margin: float, cells: pd.DataFrame, per_market: pd.DataFrame,
+             seeds_below: tuple[int, int] | None = None):
     """The box at the end of chapter 1's second page: this run's planted edge and buy-and-hold on
     1.8's test split; the committed planted edges (`planted_summary`), PPO against A2C, the agent
-    against the signal rule over all families, the walk-forward intervals and verdicts, and the
+    against the signal rule over all families, the walk-forward intervals and verdicts (a verdict
+    that turns on an end near the margin, from ``near`` (`near_margin`), marked fragile; with
+    ``seeds_below``, ``(below, seeds)``, how many seeds ended below buy-and-hold, pooled), and the
     pooled capture of the informed oracle at realistic strength with the markets the agent was ahead
     on. Returns a `MeasuredBox`."""
+    fragile = {n["name"] for n in near if n["turns"]}
     pooled_rule = versus_rule.xs("all families", level="family")
     per_family = sorted(set(versus_rule.drop(index="all families", level="family")["verdict"]))
 
@@ -585,8 +706,9 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
                 + f"; per family: {', '.join(per_family)}",
             "walk-forward, agent vs buy-and-hold (bench_walkforward.json)": ", ".join(
                 f"{year} {interval(wf_intervals[year])} {verdict}"
-                + (f" ({' and '.join(fragile[year])} end within 0.01 of the ±{margin} margin)" if year in fragile else "")
-                for year, verdict in wf_verdicts.items()),
+                + (f" (fragile: it turns on an end within 0.01 of the ±{margin} margin)" if year in fragile else "")
+                for year, verdict in wf_verdicts.items())
+                + (f"; pooled, {seeds_below[0]} of {seeds_below[1]} seeds below buy-and-hold" if seeds_below else ""),
             "realistic strength, informed oracle captured, pooled, no interval (bench_learn_realistic.json)": "; ".join(
                 f"IC {ic:g} × {stocks}: {row['informed oracle captured (pooled)']:.2f}, the agent ahead of the oracle "
                 f"on {ahead(ic, stocks)} of {row['markets']} markets" for (ic, stocks, _), row in cells.iterrows()),
@@ -664,7 +786,10 @@ def cost_reading(timed: pd.DataFrame) -> dict:
 
 
 def _beyond_noise(ratio: float, noise: float) -> bool:
-    return ratio > noise or ratio < 1 / noise
+    """Whether ``ratio`` lies further from 1 than the timing ``noise``, as both read on the page (two
+    decimals): above the noise, or below its inverse."""
+    shown = round(float(ratio), 2)
+    return shown > round(noise, 2) or shown < round(1 / noise, 2)
 
 
 def update_cost_table(reading: Mapping, variants: Mapping[str, dict]) -> pd.DataFrame:
@@ -688,22 +813,35 @@ def update_cost_table(reading: Mapping, variants: Mapping[str, dict]) -> pd.Data
 
 
 def cost_text(reading: Mapping):
-    """The timing noise and the one comparison the batch size asks for, from `cost_reading`: the
-    spread of the rollout (the same work in every variant) and batch_size=256 against 4096.
-    Returns a `Markdown`."""
-    noise, per_10k = reading["noise"], reading["per_10k"]
+    """The timing noise and what the batch size costs, from `cost_reading`: the spread of the rollout
+    (the same work in every variant), the minibatches each batch size cuts a pass into (from the
+    config), each batch size's update cost per sample against the base's and batch_size=256 against
+    4096, each judged by that noise as the page shows it (two decimals, `_beyond_noise`). Returns a
+    `Markdown`."""
+    from ..agents import make_config
+
+    noise, update, per_10k = reading["noise"], reading["update"], reading["per_10k"]
     small, large = per_10k.loc["batch_size=256", "update"], per_10k.loc["batch_size=4096", "update"]
     ratio = small / large
-    inside = not _beyond_noise(ratio, noise)
+    base, narrow, wide = (make_config("ppo", **change) for change in ({}, {"batch_size": 256}, {"batch_size": 4096}))
+
+    def judged(value):
+        return ("beyond the timing noise" if _beyond_noise(value, noise) else
+                "inside the timing noise: not a difference this run can show")
+
     return _markdown(
         "**The timing noise.** The rollout does the same work per sample in every variant (the knobs regroup the "
         "samples for the update; they do not change how samples are collected). Yet the slowest variant's rollout "
-        f"took {noise:.1f} times as long as the fastest's: two timings of the same work differ that much here, so an "
-        "update ratio in the table counts as a difference only if it lies further from 1 than that.\n\n"
-        f"Sixteen times as many, sixteen times smaller steps (batch_size=256 against 4096) cost {ratio:.2f} times "
-        "as much per sample as batch_size=4096"
-        + (", inside the timing noise: not a difference this run can show." if inside else
-           ", beyond the timing noise."))
+        f"took {noise:.2f} times as long as the fastest's. Two timings of the same work differ that much here. So an "
+        f"update ratio in the table counts as a difference only if it lies above {noise:.2f} or below "
+        f"{1 / noise:.2f}.\n\n"
+        f"**The batch size.** Each pass over the same {base.rollout_size:,} samples is cut into "
+        f"{base.num_minibatches} gradient steps at the base's batch_size={base.batch_size}, into "
+        f"{narrow.num_minibatches} at 256 and into {wide.num_minibatches} at 4096. Per sample, the update at "
+        f"batch_size=256 cost {update['batch_size=256']:.2f} times as much as the base's, "
+        f"{judged(update['batch_size=256'])}. At batch_size=4096 it cost {update['batch_size=4096']:.2f} times as "
+        f"much as the base's, {judged(update['batch_size=4096'])}. Against each other, batch_size=256 cost {ratio:.2f} times as much per "
+        f"sample as batch_size=4096, {judged(ratio)}.")
 
 
 def cost_method(load_before: float, load_after: float, quiet_records: Sequence[Mapping],
@@ -1031,13 +1169,17 @@ def reading_text(cost: Mapping, kl_ratio: float, tests: pd.DataFrame, chance: fl
                  "and at any load (the table); the cost per sample is 2.2's.")
     label = ("* This run's mechanics (fast mode: short timings and a one-seed sweep of a few iterations; they show "
              "the measurement working, not a finding)." if fast else "* **This run.**")
+    timed = [name for name in update.index if name != "base"]
+    named = ", ".join(beyond[:-1]) + (" and " if len(beyond) > 1 else "") + (beyond[-1] if beyond else "")
+    limits = (f"two timings of the same work differ by a factor of {noise:.2f}, so beyond means above {noise:.2f} "
+              f"or below {1 / noise:.2f}")
     lines.append(
         label + " Update cost per sample relative to the base on this machine: "
-        + ", ".join(f"{name} {update[name]:.1f}×" for name in ("repeat_times=16", "repeat_times=2",
-                                                                "batch_size=256", "batch_size=4096"))
-        + ". " + (f"Only {' and '.join(beyond)} {'lies' if len(beyond) == 1 else 'lie'} beyond the timing noise of 2.2 "
-                  f"(a factor of {noise:.1f} between two timings of the same work)." if beyond else
-                  f"None lies beyond the timing noise of 2.2 (a factor of {noise:.1f}).")
+        + ", ".join(f"{name} {update[name]:.2f}×" for name in timed) + ". "
+        + (f"None of the {len(timed)} variants lies beyond the timing noise of 2.2 ({limits})." if not beyond else
+           f"All {len(timed)} variants lie beyond the timing noise of 2.2 ({limits})." if len(beyond) == len(timed)
+           else f"Of the {len(timed)} variants, {len(beyond)} {'lies' if len(beyond) == 1 else 'lie'} beyond the "
+                f"timing noise of 2.2 ({limits}): {named}.")
         + f" In the live sweep, repeat_times=16 moved the policy {kl_ratio:.1f}× as far per iteration as the base did.")
     return _markdown("\n".join(lines))
 
@@ -1069,9 +1211,10 @@ def sweep_box(live: Mapping, live_variants: Sequence[str], cost: Mapping, kl_rat
         this_run={
             "live sweep": f"{len(live['runs'])} runs (base + {', '.join(live_variants)}), {seeds} "
                           f"seed{'s' if seeds != 1 else ''}, {live['total_steps']:,} env-steps, synthetic market",
-            "update cost per sample vs base": f"repeat_times=16 {cost['update']['repeat_times=16']:.1f}×, "
-                                              f"batch_size=256 {cost['update']['batch_size=256']:.1f}× (timing noise "
-                                              f"{cost['noise']:.1f})",
+            "update cost per sample vs base": f"repeat_times=16 {cost['update']['repeat_times=16']:.2f}×, "
+                                              f"batch_size=256 {cost['update']['batch_size=256']:.2f}×, "
+                                              f"batch_size=4096 {cost['update']['batch_size=4096']:.2f}× (timing "
+                                              f"noise {cost['noise']:.2f})",
             "approx KL, repeat_times=16 vs base (live sweep)": f"{kl_ratio:.1f}× as far as the base",
             "base cost per 10,000 samples": f"{cost['per_10k'].loc['base'].sum():.2f} s here (median of {rounds} "
                                             f"rounds), {quiet_base.sum():.2f} s in {quiet_name}",

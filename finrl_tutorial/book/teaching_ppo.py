@@ -19,7 +19,8 @@ from .folded import MethodNote, how_measured
 
 __all__ = ["line_counts", "finite_difference", "estimator_table", "exact_gradient_text", "rms_error_of_averages",
            "samples_for_unit_error", "variance_ratio", "baseline_text", "plot_estimates", "plot_error_against_samples",
-           "fresh_policy_text", "replay", "noise_cost_table", "noise_cost_text", "plot_gae_reach", "gamma_records_table",
+           "fresh_policy_text", "replay", "noise_cost_table", "noise_cost_text", "gae_reach_days",
+           "gae_summary_text", "plot_gae_reach", "gamma_records_table",
            "plot_objectives", "run_row", "plot_validation_curves", "sb3_steps", "sb3_families", "learner_rows",
            "record_columns", "record_side_by_side", "style_side_by_side", "interval_table", "paired_text", "MethodNote",
            "method_note", "learn_method_note", "chapter_box"]
@@ -128,13 +129,15 @@ def variance_ratio(table: pd.DataFrame, with_baseline: str = WITH_BASELINE, with
 def baseline_text(table: pd.DataFrame, needed: Mapping[str, float], minibatch: int,
                   with_baseline: str = WITH_BASELINE, without: str = NO_BASELINE):
     """One sentence on what the baseline buys, from an `estimator_table` and `samples_for_unit_error`:
-    the variance ratio, and how many samples the estimate with the baseline needs for an error as
-    large as the gradient, against the ``minibatch`` of PPO. Returns a ``Markdown``."""
+    the variance ratio, the factor it puts on the RMS error of an average of any size (its square
+    root), and how many samples the estimate with the baseline needs for an error as large as the
+    gradient, against the ``minibatch`` of PPO. Returns a ``Markdown``."""
     ratio, samples = variance_ratio(table, with_baseline, without), needed[with_baseline]
     effect = "cuts" if ratio < 1 else "raises"
     side = "more than" if samples > minibatch else "no more than"
     return _markdown(
-        f"The baseline {effect} the variance per batch to {ratio:.2f} of that without one; even with it, an error no "
+        f"The baseline {effect} the variance per batch to {ratio:.2f} of that without one. So it puts a factor of "
+        f"about √{ratio:.2f} = {math.sqrt(ratio):.2f} on the error of an average of any size. Even with it, an error no "
         f"larger than the gradient itself takes about {samples:,.0f} samples, {side} one PPO minibatch of {minibatch:,}.")
 
 
@@ -233,6 +236,22 @@ def noise_cost_text(sampled: Mapping, held: Mapping):
         f"The noisy samples trade {much} the mean portfolio and pay {sampled['fees']:.3f} a day in fees alone "
         "(slippage comes on top): the wide exploration noise of 3.2 draws a new portfolio every day, and the "
         "rollout pays for each move.")
+
+
+def gae_reach_days(gamma: float, lam: float, level: float = 0.1) -> int:
+    """The first number of days ``k`` at which the weight ``(γλ)^k`` of a TD error ``k`` days ahead in
+    GAE's advantage falls below ``level`` (10 %): ``ceil(log(level) / log(γλ))``."""
+    return math.ceil(math.log(level) / math.log(gamma * lam))
+
+
+def gae_summary_text(gamma: float, lam: float):
+    """The summary's line on GAE: what λ = 0 and λ = 1 give, and after how many trading days
+    (`gae_reach_days`) the weight of a TD error falls below 10 % at the defaults ``gamma`` and ``lam``.
+    Returns a ``Markdown``."""
+    return _markdown(
+        "* GAE blends one-step TD errors (λ = 0: low variance, biased by the critic) and Monte Carlo returns "
+        f"(λ = 1: unbiased, noisy). With the defaults (γ = {gamma}, λ = {lam}) the weight of a TD error falls "
+        f"below 10 % after {gae_reach_days(gamma, lam)} trading days (3.4).")
 
 
 def plot_gae_reach(gamma: float, lam: float, ax, days: int = 60, lambdas: Sequence[float] | None = None) -> None:
