@@ -32,6 +32,7 @@ from . import report, scale, sweep
 from . import batched, benchmarks, demo, folded, learners, learning, teaching_ppo, workers  # a module per chapter
 from . import teaching  # chapters 1-3: like-with-like comparisons, Holm, distance from the untrained agent
 from .cli import cli_command, run_cli
+from .folded import markdown as _markdown
 # The readings of committed records, one import away for the chapters (``ft.book.describe(record)``).
 from .report import (env_throughput_table, full_run_commentary, gpu_summary, loop_cost_lines, peer_ratio_table,
                      peer_summary, peer_table, peer_target_lines, provenance, rollout_share_table)
@@ -119,15 +120,6 @@ def show_source(obj, lines: tuple[int, int] | None = None):
     longest = max((len(run) for run in re.findall("`+", source)), default=0)
     fence = "`" * max(3, longest + 1)
     return _markdown(f"{fence}python\n{source.rstrip()}\n{fence}")
-
-
-def _markdown(text: str):
-    """``text`` as an IPython ``Markdown`` object (a cell displays it), or the text itself outside IPython."""
-    try:
-        from IPython.display import Markdown  # optional: a notebook has it, plain Python may not
-    except ImportError:
-        return text
-    return Markdown(text)
 
 
 class MeasuredBox:

@@ -23,7 +23,7 @@ from ..bench.env import measure_env
 from ..bench.scale import loadavg, scale_label
 from ..errors import InputError
 from .cli import cli_command
-from .folded import MethodNote, how_measured
+from .folded import MethodNote, how_measured, markdown as _markdown
 from .report import code_spans
 from .scale import (LOADED_SCALE_RECORD, SCALE_RECORD, SPEED_TIE_MARGIN, fit_per_call, near_boundary_words,
                     speed_verdict, speed_verdict_words, speedups)
@@ -38,12 +38,6 @@ GPU_CURVES = {("elegantrl_StockTradingVecEnv", False): ("ElegantRL's StockTradin
               ("ref_batched_env", False): ("rule-free batched env, eager", "s:", "tab:purple"),
               ("ref_batched_env", True): ("rule-free batched env, one CUDA graph", "s-", "tab:red")}
 """The curves of `GPU_RECORD` drawn in 6.6: ``(bench, graph)`` → (label, line style, colour)."""
-
-
-def _markdown(text: str):
-    """``text`` as an IPython ``Markdown`` object (the text itself outside IPython)."""
-    from . import _markdown as markdown  # the book room's own (imported here: it is defined after this module)
-    return markdown(text)
 
 
 def _dropdown(title: str, body: str) -> MethodNote:

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..metrics import TIE_MARGIN, stored_verdict, verdict_reason
 from . import folded
-from .folded import MethodNote
+from .folded import MethodNote, markdown as _markdown
 from .report import code_spans, gpu_summary, peer_summary, peer_target_lines, provenance, rollout_share_table
 from .scale import (SCALE_RECORD, SPEED_TIE_MARGIN, fit_cost_model, measured_points, peer_comparisons,
                     phase_table, plot_projection, project, speed_verdict_words)
@@ -51,10 +51,6 @@ def read_records(name: str) -> list[dict]:
 def record_names(pattern: str) -> list[str]:
     """`finrl_tutorial.book.record_names`: the committed records matching ``pattern``."""
     return _room().record_names(pattern)
-
-
-def _markdown(text: str):
-    return _room()._markdown(text)
 
 
 # --- a collapsed block for the method ---------------------------------------------------------------

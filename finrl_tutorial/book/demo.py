@@ -15,21 +15,12 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from .folded import MethodNote, how_measured as folded_note
+from .folded import MethodNote, how_measured as folded_note, markdown as _markdown
 
 __all__ = ["source_summary", "longest_stretch", "plot_suspensions", "plot_ex_day", "own_moves", "ex_day_sizing",
            "sizing_table", "budget_table", "mark_learning_curve", "verdict_sentences", "with_extra_dividend",
            "luck_and_training", "seeds_below_hold", "committed_verdict", "committed_table", "validation_curves",
            "validation_reading", "distance_from_untrained", "distance_reading", "how_measured", "chapter_box"]
-
-
-def _markdown(text: str):
-    """``text`` as an IPython ``Markdown`` object (a cell displays it), or the text itself outside IPython."""
-    try:
-        from IPython.display import Markdown  # optional: a notebook has it, plain Python may not
-    except ImportError:
-        return text
-    return Markdown(text)
 
 
 # --------------------------------------------------------------------------- 1.1-1.3: data

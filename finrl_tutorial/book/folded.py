@@ -1,4 +1,4 @@
-"""A folded block for a section's method details: how its numbers were measured (record, command,
+"""The book room's display helpers: Markdown for prose, and a folded block for a section's method details: how its numbers were measured (record, command,
 rounds, machine), kept out of the teaching sentences above it.
 
 The block is Markdown wrapped in an HTML ``<details>`` element. CommonMark renders Markdown between
@@ -14,6 +14,16 @@ from collections.abc import Sequence
 import pandas as pd
 
 DEFAULT_TITLE = "How this was measured"
+
+
+def markdown(text: str):
+    """``text`` as an IPython ``Markdown`` object (a cell displays it), or the text itself outside
+    IPython. Every module of the book room that returns prose uses this one."""
+    try:
+        from IPython.display import Markdown  # optional: a notebook has it, plain Python may not
+    except ImportError:
+        return text
+    return Markdown(text)
 
 
 def _item(item) -> str:

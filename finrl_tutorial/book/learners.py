@@ -23,7 +23,7 @@ import pandas as pd
 from ..agents import make_config
 from ..bench.scale import PHASES, scale_label
 from ..errors import InputError
-from .folded import MethodNote, how_measured
+from .folded import MethodNote, how_measured, markdown as _markdown
 from .teaching import reader_command
 from .workers import load_range, run_loads
 from .scale import (BASELINE_LAYOUT, CostModel, measured_points, phase_table, plot_projection, project,
@@ -37,12 +37,6 @@ FASTER_DEVICE = 10
 of an added rank unchanged (a chosen factor, not a measurement)."""
 
 PHASE_COLORS = {"rollout": "C0", "transfer": "C4", "update": "C1", "all_reduce": "C2", "waiting": "C3"}
-
-
-def _markdown(text: str):
-    """``text`` as the book room's Markdown (IPython's, or the text itself outside IPython)."""
-    from . import _markdown as markdown  # the room's helper; imported late: the room imports this module
-    return markdown(text)
 
 
 def _phrase(baseline: str) -> str:

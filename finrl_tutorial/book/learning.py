@@ -18,7 +18,7 @@ import pandas as pd
 from . import teaching
 from .sweep import MEASURE_NAMES
 from . import folded
-from .folded import MethodNote
+from .folded import MethodNote, markdown as _markdown
 
 __all__ = [
     # chapter 1, second page
@@ -38,13 +38,6 @@ __all__ = [
     "plot_factor", "broken_tables", "factor_reading", "factor_sentences", "factor_text", "factor_tests_table",
     "factor_tests_text", "factor_method", "factor_box",
 ]
-
-
-def _markdown(text: str):
-    """``text`` as the book room's `Markdown` (read when called: the room's package imports this module first)."""
-    from . import _markdown as markdown
-
-    return markdown(text)
 
 
 def _measured_box(*args, **kwargs):

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 import torch
-from .folded import MethodNote, how_measured
+from .folded import MethodNote, how_measured, markdown as _markdown
 
 __all__ = ["line_counts", "finite_difference", "estimator_table", "exact_gradient_text", "rms_error_of_averages",
            "samples_for_unit_error", "variance_ratio", "baseline_text", "plot_estimates", "plot_error_against_samples",
@@ -27,15 +27,6 @@ __all__ = ["line_counts", "finite_difference", "estimator_table", "exact_gradien
 
 NO_BASELINE, WITH_BASELINE = "no baseline", "baseline b(s) = V(s)"
 """The two estimators of 3.0, as the chapter names them (the rows of `estimator_table`)."""
-
-
-def _markdown(text: str):
-    """``text`` as an IPython ``Markdown`` object, or the text itself outside IPython (the book
-    room's own `finrl_tutorial.book._markdown`, imported when called: the room imports this module
-    before it defines that function)."""
-    from . import _markdown as markdown
-
-    return markdown(text)
 
 
 # --------------------------------------------------------------------------- 3.0 the policy gradient

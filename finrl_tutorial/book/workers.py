@@ -18,15 +18,8 @@ import pandas as pd
 
 from ..training.workers import DEFAULT_LEARNER_THREADS
 from . import scale
-from .folded import MethodNote, how_measured
+from .folded import MethodNote, how_measured, markdown as _md
 from .teaching import reader_command
-
-
-def _md(text: str):
-    """``text`` as an IPython ``Markdown`` (the book room's own helper, imported when called: this
-    module is imported while the room's ``__init__`` is still running)."""
-    from . import _markdown
-    return _markdown(text)
 
 
 def _range(values) -> str:
