@@ -298,6 +298,10 @@ def cmd_train(args) -> int:
             print(f"\nSharpe(agent) - Sharpe(equal-weight buy-and-hold), mean over seeds: {versus['difference']:+.2f}, "
                   f"{versus['level']:.0%} bootstrap interval [{versus['low']:+.2f}, {versus['high']:+.2f}]: "
                   f"{versus['verdict']} ({verdict_reason(versus['verdict'], versus['margin'], versus['low'], versus['high'])})")
+            nested = report.get("sharpe_vs_buy_and_hold_seeds_and_days")
+            if nested:  # several seeds: the interval that also counts their spread
+                print(f"With the seeds resampled as well as the days: [{nested['low']:+.2f}, {nested['high']:+.2f}]: "
+                      f"{nested['verdict']}")
         written = [name for name in ("report.json", "config.json", "learning_curve.png", "equity.png", "weights.png",
                                      "checkpoints/best.pt") if (out / name).exists()]
         print(f"\nwrote in {out}/: {', '.join(written)}")

@@ -425,6 +425,7 @@ def sharpe_difference_ci(
     block_days: int = 10,
     seed: int = 0,
     margin: float = TIE_MARGIN,
+    resample_seeds: bool = False,
 ) -> dict[str, Any]:
     """Bootstrap confidence interval of ``Sharpe(wealth) − Sharpe(reference)`` on the same days.
 
@@ -440,6 +441,12 @@ def sharpe_difference_ci(
     (an equivalence margin in annualised Sharpe, `TIE_MARGIN` unless given), else
     ``"inconclusive"``: it contains 0 but is too wide to call the two equal. Risk-free rate 0,
     annualised with ``PERIODS_PER_YEAR``.
+
+    By default the interval counts the days' noise only: the curves are fixed, the days resampled.
+    ``resample_seeds=True`` makes it a two-level (cluster) bootstrap, as for any nested sample
+    (Davison & Hinkley 1997, section 3.8): each resample also draws the curves with replacement
+    (as many as given), so the interval counts the seeds' spread as well as the days'; with one
+    curve, or identical curves, it equals the days-only interval. ``resampled`` says which.
     """
     curves = [wealth] if isinstance(wealth, pd.Series) else list(wealth)
     if not curves:
@@ -461,14 +468,20 @@ def sharpe_difference_ci(
     rng = np.random.default_rng(seed)
     starts = rng.integers(0, n, size=(resamples, math.ceil(n / block_days)))
     index = ((starts[:, :, None] + np.arange(block_days)) % n).reshape(resamples, -1)[:, :n]
-    diffs = _annual_sharpe_rows(ra[:, index]).mean(axis=0) - _annual_sharpe_rows(rb[index])
+    per_curve = _annual_sharpe_rows(ra[:, index])  # [K, resamples]
+    if resample_seeds:  # the second level: which seeds this resample holds (after the days: same days per seed)
+        picks = rng.integers(0, len(ra), size=(resamples, len(ra)))
+        agent = np.take_along_axis(per_curve.T, picks, axis=1).mean(axis=1)
+    else:
+        agent = per_curve.mean(axis=0)
+    diffs = agent - _annual_sharpe_rows(rb[index])
     observed = float(_annual_sharpe_rows(ra).mean() - _annual_sharpe_rows(rb[None])[0])
     tail = (1.0 - level) / 2.0
     low, high = (float(q) for q in np.quantile(diffs, [tail, 1.0 - tail]))
     p_value = float(min(1.0, 2.0 * min((diffs <= 0).mean(), (diffs >= 0).mean())))
     return {"difference": observed, "low": low, "high": high, "level": level, "p_value": p_value,
             "verdict": difference_verdict(low, high, margin), "margin": margin, "curves": len(curves), "days": n, "block_days": block_days,
-            "resamples": resamples}
+            "resamples": resamples, "resampled": "seeds and days" if resample_seeds else "days"}
 
 
 # --------------------------------------------------------------------------- overfitting

@@ -6,13 +6,9 @@ from hypothesis import given, strategies as st
 
 from finrl_tutorial.bench import command_line, scale_label
 from finrl_tutorial.errors import InputError
-from finrl_tutorial.metrics import difference_verdict
 from finrl_tutorial.book import (
-    full_run_commentary,
     loop_cost_lines,
-    peer_ratio_table,
     peer_table,
-    peer_target_lines,
     provenance,
     read_records,
     rollout_share_table,
@@ -258,7 +254,7 @@ def test_the_per_call_fit_needs_two_sizes():
         fit_per_call([4, 4], [10.0, 11.0])
 
 
-def test_peer_tables_and_targets():
+def test_peer_table_lists_every_measurement_with_its_rounds():
     records = [
         {"measurement": "summary", "ratios": {"ours/peer": 4.0},
          "targets": {"ours_vs_peer": {"target": 100.0, "best": "ours", "ratio": 4.0, "met": False}}, "skipped": {}},
@@ -269,49 +265,6 @@ def test_peer_tables_and_targets():
     ]
     table = peer_table(records)
     assert list(table["what"]) == ["ours", "peer"] and list(table["max"]) == [60.0, 20.0]
-    ratios = peer_ratio_table(records)
-    assert ratios.loc["ours/peer"].tolist() == [4.0, 3.0, 4.0]  # rounds: 40/10, 60/20
-    lines = peer_target_lines(records)
-    assert lines[0] == "* `ours_vs_peer`: 4.0× with `ours` (round by round 3.0× .. 4.0×; target 100×): **not met**."
-    assert lines[-1].startswith("* ElegantRL's vectorised env ran on the CPU only")  # no GPU record of it
-    records[2]["label"] = "finrl_env"
-    assert "* FinRL's env was imported from its package." in peer_target_lines(records[:2] + [records[2]] + [
-        dict(records[2], label="peer")])
-
-
-def _metrics(sharpe, ret=0.1, turnover=0.01):
-    return {"sharpe_ratio": sharpe, "cumulative_return": ret, "turnover": turnover}
-
-
-def test_full_run_commentary_is_computed_from_the_report():
-    report = {"seeds": [0, 1], "agent": _metrics(1.0), "agent_std": _metrics(0.1, 0.01, 0.0),
-              "agent_per_seed": {"0": _metrics(0.9), "1": _metrics(1.1)},
-              "baselines": {"equal_weight_buy_and_hold": _metrics(1.5, 0.2, 0.001), "random": _metrics(0.95)},
-              "sharpe_vs_buy_and_hold": {"difference": -0.5, "low": -0.9, "high": -0.1, "verdict": "loses"},
-              "valid_sharpe_per_seed": {"0": -0.2, "1": 0.3}}
-    lines = full_run_commentary(report)
-    assert lines[0] == ("* Test Sharpe of the agent: 1.00 ± 0.10 over 2 seeds (seeds range 0.90 .. 1.10); "
-                        "equal-weight buy-and-hold 1.50.")
-    assert "[-0.90, -0.10]: **loses**." in lines[1]
-    assert "within one seed-std of the agent: random" in lines[2]
-    assert lines[-1].endswith("of both signs across seeds.")
-
-
-def test_full_run_commentary_recomputes_a_stored_tie_from_the_interval():
-    report = {"seeds": [0], "agent": _metrics(1.0), "agent_std": _metrics(0.0, 0.0, 0.0),
-              "agent_per_seed": {"0": _metrics(1.0)}, "baselines": {"equal_weight_buy_and_hold": _metrics(1.1)},
-              # written under the old rule: every interval containing 0 was stored as a tie
-              "sharpe_vs_buy_and_hold": {"difference": -0.1, "low": -0.6, "high": 0.4, "verdict": "tie"}}
-    assert ("[-0.60, +0.40]: **inconclusive** (the interval contains 0, and its lower end -0.600 and its upper end "
-            "+0.400 lie beyond the tie margin ±0.25).") in full_run_commentary(report)[1]
-    assert "**tie** (the whole interval lies within the tie margin ±0.70)." in full_run_commentary(report, margin=0.7)[1]
-    narrow = dict(report, sharpe_vs_buy_and_hold={"difference": 0.0, "low": -0.2, "high": 0.2, "verdict": "tie",
-                                                  "margin": 0.1})
-    assert "**inconclusive**" in full_run_commentary(narrow)[1]  # the report's own margin, 0.1
-    assert "**tie**" in full_run_commentary(narrow, margin=0.25)[1]
-    committed = read_records("main_job_5seeds_report.json")[0]
-    versus = committed["sharpe_vs_buy_and_hold"]
-    assert f"**{difference_verdict(versus['low'], versus['high'])}**" in full_run_commentary(committed)[1]
 
 
 def test_command_line_names_the_package_module():

@@ -419,13 +419,13 @@ def test_measured_box_displays_as_an_html_table():
     page = shown["text/html"]
     assert page.count("<table") == 1 and "| |" not in page and "---" not in page
     assert "<td>live &lt;run&gt;</td><td>1.5× &amp; more</td>" in page and "<td>bench_x.json</td>" in page
-    assert page.index(">This run<") < page.index("live &lt;run&gt;") < page.index(">Full size (committed record)<")
+    assert page.index(">This run (live)<") < page.index("live &lt;run&gt;") < page.index(">Full size (committed record)<")
     assert "<em>Shows:</em> what it shows" in page and "<em>Does not show:</em> what it does not" in page
     assert all(part in str(box) for part in ("live <run>: 1.5× & more", "bench_x.json: 2026-01-01", "what it shows"))
-    # in fast mode (a small budget) this run's numbers are labelled as showing the mechanics, not a finding
+    # in fast mode (a small budget) this run's numbers are labelled as a fast-mode run's, once, in the box
     fast = ft.book.measured_box({"live": "1"}, {"bench_x.json": "2"}, "shows", "does not", fast=True)._repr_html_()
-    assert ">This run (fast mode: a small budget, so it shows the mechanics, not a finding)<" in fast
-    assert (ft.book.measured_box({"a": "1"}, {}, "s", "d").rows[0][0] != "this run") == ft.book.FAST
+    assert ">This run (live, fast mode: small budgets)<" in fast
+    assert (ft.book.measured_box({"a": "1"}, {}, "s", "d").rows[0][0] != "this run (live)") == ft.book.FAST
 
 
 # --------------------------------------------------------------------------- (c) a book that teaches
@@ -465,7 +465,7 @@ def _top_level_items(section) -> list:
     for ordered in section.find_all("ol"):
         if ordered.find_parent(["li", "ol", "ul"]) is not None:
             continue
-        if any("admonition" in (parent.get("class") or []) for parent in ordered.parents):
+        if any("admonition" in (parent.get("class") or []) or parent.name == "details" for parent in ordered.parents):
             continue
         items += ordered.find_all("li", recursive=False)
     return items
@@ -476,8 +476,8 @@ def _top_level_items(section) -> list:
 def test_built_chapter_has_goals_a_summary_and_three_to_five_exercises(entry):
     """A goals section ("What you will learn", a list of at least two things) before the first
     numbered section; a "Summary" section; an "Exercises" section whose numbered list holds 3-5
-    exercises; hints and solutions in it are hidden (MyST dropdown admonitions, or code cells
-    tagged hide-input or hide-cell), so a reader tries first."""
+    exercises; hints and solutions in it are hidden (MyST dropdown admonitions, closed HTML
+    ``<details>``, or code cells tagged hide-input or hide-cell), so a reader tries first."""
     sections = _sections(_article(entry))
     titles = [title for title, _ in sections]
     goals = [i for i, title in enumerate(titles) if GOALS_HEADING.match(title)]
@@ -497,6 +497,10 @@ def test_built_chapter_has_goals_a_summary_and_three_to_five_exercises(entry):
         if title is not None and re.match(r"(hint|solution|answer)", title.get_text(strip=True), re.I):
             assert "dropdown" in admonition.get("class", []), \
                 f"{entry}: the exercise's '{title.get_text(strip=True)}' is shown open: give it `:class: dropdown`"
+    for folded in exercises[0].find_all("details"):  # an HTML <details> hint is closed unless it says `open`
+        summary_text = folded.find("summary").get_text(strip=True) if folded.find("summary") else ""
+        if re.match(r"(hint|solution|answer)", summary_text, re.I):
+            assert not folded.has_attr("open"), f"{entry}: the exercise's '{summary_text}' is shown open"
 
 
 #: A code cell makes a figure when its code (comments left out) creates one through pyplot, draws
@@ -537,6 +541,68 @@ def test_every_figure_a_chapter_draws_is_on_its_page(entry):
     drawn = sum(_makes_figure(_source(cell)) for cell in kept)
     assert len(_IMAGE.findall(_page(entry))) >= drawn
 
+
+def _figure_options(cell: dict) -> tuple[str, str, str]:
+    """The cell's figure metadata as myst-nb reads it: (image alt text, figure caption, figure name)."""
+    options = cell.get("metadata", {}).get("mystnb", {})
+    return (str(options.get("image", {}).get("alt", "")).strip(),
+            str(options.get("figure", {}).get("caption", "")).strip(),
+            str(options.get("figure", {}).get("name", "")).strip())
+
+
+def _figure_cells(entry: str) -> list[dict]:
+    return [cell for cell in _code_cells(entry)[1:]
+            if "remove-cell" not in _tags(cell) and _makes_figure(_source(cell))]
+
+
+@pytest.mark.parametrize("entry", CHAPTERS)
+def test_every_figure_a_chapter_draws_has_alt_text_and_a_caption(entry):
+    """A figure is read by people who cannot see it (alt text: what it shows, in words, never a file
+    name) and by people who can (a caption: what to read from it), as in a textbook. The cell's
+    ``mystnb`` metadata carries both; its ``name`` (``fig-NN-...``, NN the chapter) makes it citable."""
+    number = re.match(r"book/(\d\d)_", entry).group(1)
+    problems = []
+    for cell in _figure_cells(entry):
+        alt, caption, name = _figure_options(cell)
+        where = _source(cell).strip().splitlines()[0][:60]
+        if len(alt.split()) < 4 or re.search(r"\.(?:png|svg|jpe?g)\b", alt):
+            problems.append(f"{where}: alt text {alt!r} does not say what the figure shows")
+        if len(caption.split()) < 6:
+            problems.append(f"{where}: caption {caption!r} is missing or too short to say what to read")
+        if not re.fullmatch(rf"fig-{number}-[a-z0-9-]+", name):
+            problems.append(f"{where}: figure name {name!r} is not fig-{number}-<words>")
+    assert not problems, f"{entry}: " + "; ".join(problems)
+
+
+def test_figures_are_numbered_by_chapter_in_page_order():
+    """Each caption starts with its label, "Figure N.k.", N the chapter and k counting its figures in
+    reading order (a chapter's second page continues its count), as in a textbook."""
+    counts: dict[str, int] = {}
+    for entry in CHAPTERS:
+        number = re.match(r"book/(\d\d)_", entry).group(1)
+        for cell in _figure_cells(entry):
+            counts[number] = counts.get(number, 0) + 1
+            label = f"Figure {int(number)}.{counts[number]}. "
+            assert _figure_options(cell)[1].startswith(label), f"{entry}: {_figure_options(cell)[1][:40]!r} should start {label!r}"
+
+def test_figure_names_are_unique_across_the_book():
+    names = [_figure_options(cell)[2] for entry in CHAPTERS for cell in _figure_cells(entry)]
+    names = [name for name in names if name]
+    assert len(names) == len(set(names)), sorted(name for name in set(names) if names.count(name) > 1)
+
+
+@needs_build
+@pytest.mark.parametrize("entry", CHAPTERS)
+def test_built_figures_have_their_caption_and_words_for_their_alt_text(entry):
+    """On the page, every image is inside a numbered figure with its caption, and no image's alt text
+    is a file path (what a reader without the image would hear)."""
+    article = _article(entry)
+    images = article.find_all("img")
+    bad_alt = [image.get("alt", "") for image in images
+               if re.search(r"\.(?:png|svg|jpe?g)$", image.get("alt", "")) or not image.get("alt", "").strip()]
+    assert not bad_alt, f"{entry}: images whose alt text is a file name or empty: {bad_alt[:3]}"
+    captions = [figure.find("figcaption") for figure in article.find_all("figure")]
+    assert sum(caption is not None for caption in captions) >= len(_figure_cells(entry))
 
 #: Words about how the project is made, which a reader of the book cannot place. Matched as whole
 #: words, case-insensitively, on the whole text of every page (prose, code and outputs alike).

@@ -1,4 +1,4 @@
-"""Chapter 6's readings (`finrl_tutorial.book.batched`): each sentence states the numbers computed
+"""Chapter 6's readings (`finrl_tutorial.book.batched`): each table states the numbers computed
 from what it is given (hand-made rates and rounds, and the committed records), names the baseline
 of every ratio, and follows the verdict of the rounds; the method notes fold away. No timing:
 `process_rounds` runs here on stand-ins for its two measurements."""
@@ -61,13 +61,13 @@ def _text(markdown) -> str:
 
 # --- 6.3 ---------------------------------------------------------------------------------------------
 
-def test_the_fit_sentence_states_the_fitted_call_and_its_break_even_size():
+def test_the_fit_table_states_the_fitted_call_and_its_break_even_size():
     rate = _rate()
     per_call = fit_per_call(SIZES, [rate["vec"][n] for n in SIZES])
     assert per_call["call_seconds"] == pytest.approx(CALL) and per_call["account_seconds"] == pytest.approx(ACCOUNT)
-    text = _text(batched.per_call_text(per_call))
-    assert "about 1,000 µs" in text and "3.00 µs per account" in text
-    assert f"below about {CALL / ACCOUNT:,.0f} accounts" in text
+    column = batched.per_call_table(per_call)["this run"]
+    assert list(column) == ["1,000", "3.00", f"{CALL / ACCOUNT:,.0f}"]
+    assert "break-even size c / a (accounts)" in column.index
 
 
 def test_the_throughput_figure_draws_every_layout_and_the_fit():
@@ -100,7 +100,7 @@ def test_like_with_like_compares_only_sizes_all_three_layouts_ran():
     assert table.loc["4 accounts", "batched env (vec)"] == pytest.approx(4 / (CALL + 4 * ACCOUNT))
 
 
-def test_the_like_with_like_sentences_state_the_ratios_of_the_rates_and_their_baselines():
+def test_the_like_with_like_table_states_the_ratios_of_the_rates_and_their_baselines():
     rate = _rate()
     reading = batched.same_accounts_reading(rate)
     same_2, same_4 = rate["vec"][2] / 800.0, rate["vec"][4] / 900.0
@@ -108,14 +108,17 @@ def test_the_like_with_like_sentences_state_the_ratios_of_the_rates_and_their_ba
     call_ratio = (CALL + 4096 * ACCOUNT) / (CALL + 2 * ACCOUNT)
     assert reading["call ratio"] == pytest.approx(call_ratio)
     assert reading["gain"] == pytest.approx(2048 / call_ratio)  # 2,048× the accounts in call_ratio× the time
-    text = _text(batched.same_accounts_text(rate))
-    assert f"at 2 and 4 accounts, the batched env ran {same_2:.1f}× and {same_4:.1f}× the env-steps/s of the subprocess VecEnv" in text
-    assert f"took {call_ratio:.0f}× as long as a call with 2" in text
-    assert f"rose to {2048 / call_ratio:,.0f}× its own rate at 2 accounts" in text
-    assert "at 0.80× the env-steps/s of the batched env" in text  # one number: every size at the same share
+    column = batched.batching_table(rate)["this run"]
+    assert column["2 accounts: batched env ÷ subprocess VecEnv"] == f"{same_2:.1f}×"
+    assert column["4 accounts: batched env ÷ subprocess VecEnv"] == f"{same_4:.1f}×"
+    assert column["one call of 4,096 accounts ÷ one call of 2"] == f"{call_ratio:.0f}×"
+    assert column["batched env at 4,096 accounts ÷ at 2 (env-steps/s)"] == f"{2048 / call_ratio:,.0f}×"
+    vmap = "vmap env ÷ batched env (env-steps/s), over the sizes both ran"
+    assert column[vmap] == "0.80×"  # one number: every size at the same share
     slower_at_2 = rate.copy()
     slower_at_2[("vmap", 2)] = 0.7 * rate[("vec", 2)]
-    assert "at 0.70–0.80× the env-steps/s of the batched env" in _text(batched.same_accounts_text(slower_at_2))
+    assert batched.batching_table(slower_at_2)["this run"][vmap] == "0.70–0.80×"
+    assert all("÷" in name for name in column.index)
 
 
 # --- 6.5 ---------------------------------------------------------------------------------------------
@@ -138,15 +141,17 @@ def test_process_rounds_divides_the_two_processes_by_the_faster_single_setup_of_
 
 @pytest.mark.parametrize("two, verdict", [([1.2e5, 1.3e5, 1.1e5], "faster"), ([0.5e5, 0.6e5, 0.7e5], "slower"),
                                           ([0.98e5, 1.02e5, 1.0e5], "tie"), ([0.8e5, 1.2e5, 1.0e5], "inconclusive")])
-def test_the_rounds_sentence_follows_the_verdict_of_every_round(two, verdict):
+def test_the_rounds_table_follows_the_verdict_of_every_round(two, verdict):
     rounds = _rounds(two, one=[1e5] * 3, one_all=[0.5e5, 0.2e5, 0.9e5])
     reading = batched.rounds_reading(rounds)
     assert reading["verdict"] == verdict == scale.speed_verdict([t / 1e5 for t in two])
     assert reading["low"] == pytest.approx(min(two) / 1e5) and reading["high"] == pytest.approx(max(two) / 1e5)
-    text = _text(batched.rounds_text(rounds))
-    assert f"ran {min(two) / 1e5:.2f}–{max(two) / 1e5:.2f}× the env-steps/s of the faster single-process setup" in text
-    assert scale.speed_verdict_words(verdict) in text
-    assert "One process on 2 threads ran 0.20–0.90× the env-steps/s of the same process on 1 thread" in text
+    styled = batched.rounds_table(rounds)
+    table = styled.data
+    assert list(table.index) == [1, 2, 3]
+    assert list(table[batched.RATIO]) == pytest.approx([t / 1e5 for t in two])
+    assert list(table["1 process: 2 threads ÷ 1 thread"]) == pytest.approx([0.5, 0.2, 0.9])
+    assert styled.caption.endswith(f"verdict over the rounds (±5 % tie margin): {verdict}")
 
 
 def test_the_rounds_method_lists_every_round_with_its_load_and_names_the_records(committed):
@@ -180,16 +185,9 @@ def test_the_committed_comparisons_are_the_rows_of_speedups(committed):
     assert committed["own cores"] is True  # the quiet record's load stayed within its cores
 
 
-def test_the_committed_sentences_state_the_records_ratios_and_call_one_ratio_no_verdict(committed):
-    rate = _rate()
-    text = _text(batched.committed_text(committed, rate))
-    pair = committed["two processes"]
-    assert f"ran {committed['two accounts']['speed-up']:.1f}× the env-steps/s of the subprocess VecEnv" in text
-    assert f"and {rate['vec'][2] / 800.0:.1f}× of it in this run" in text
-    assert (f"two processes of {committed['per process']:,} ran {pair['speed-up']:.2f}× the env-steps/s of one "
-            f"process with all {committed['accounts']:,} accounts on one thread") in text
-    assert pair["verdict"] == "one ratio" and "one ratio, not a verdict" in text
-    assert f"({committed['best']}) ran {committed['best gain']:,.0f}×" in text
+def test_the_committed_record_holds_one_ratio_for_each_comparison(committed):
+    assert committed["two processes"]["verdict"] == committed["loaded"]["verdict"] == "one ratio"
+    assert batched.committed_answer(committed) == "inconclusive"
 
 
 def _record(layout, processes, num_envs, rate, runs=None, **extra):
@@ -205,13 +203,11 @@ def test_committed_rounds_get_their_verdict_instead_of_one_ratio():
                _record("vec", 1, 8, 1000.0, runs=[1000.0, 1000.0, 1000.0]),
                _record("ddp", 2, 8, 1200.0, runs=[1100.0, 1200.0, 1300.0], envs_per_process=4)]
     reading = batched.committed_reading(records, records)
-    assert reading["two processes"]["verdict"] == "faster"
-    text = _text(batched.committed_text(reading, _rate()))
-    assert "round by round 1.10–1.30×: faster." in text and "one ratio" not in text
-    answer = _text(batched.answer_text(batched.answer(_rate(), _rounds([0.9e5] * 3, [1e5] * 3, [0.5e5] * 3), reading,
-                                                       fit_per_call(SIZES, [_rate()["vec"][n] for n in SIZES]))))
-    assert "(verdicts from their rounds: faster, faster)" in answer and "neither is a verdict" not in answer
-    assert "only the quiet committed record and the loaded committed record show" in answer
+    assert reading["two processes"]["verdict"] == "faster" and batched.committed_answer(reading) == "faster"
+    assert reading["two processes"]["rounds min"] == pytest.approx(1.1)
+    result = batched.answer(_rate(), _rounds([0.9e5] * 3, [1e5] * 3, [0.5e5] * 3), reading,
+                            fit_per_call(SIZES, [_rate()["vec"][n] for n in SIZES]))
+    assert result["paid"] == ["the quiet committed record", "the loaded committed record"]
 
 
 # --- 6.6 ---------------------------------------------------------------------------------------------
@@ -231,37 +227,7 @@ def test_the_gpu_reading_fits_each_curve_of_the_h200_record(gpu):
     assert not batched.call_grows(calls) and batched.call_grows(pd.Series([1e-3, 3e-3], index=[1, 4096]))
 
 
-def test_the_gpu_sentences_follow_a_call_that_grows_with_its_accounts(gpu):
-    sizes = [1, 64, 1024, 4096, 16384]
-    grows = dict(gpu, elegant=pd.Series([n / (1e-3 + 1e-6 * n) for n in sizes], index=sizes))
-    grows = dict(grows, **{key: value for key, value in batched.gpu_reading(read_records(batched.GPU_RECORD)).items()
-                           if key not in ("elegant", "elegant fit", "elegant per call", "elegant off the line")})
-    calls = pd.Series([1e-3 + 1e-6 * n for n in sizes], index=sizes)
-    grows.update({"elegant fit": fit_per_call(sizes, [n / t for n, t in calls.items()]), "elegant per call": calls,
-                  "elegant off the line": 0.0})
-    text = _text(batched.gpu_text(grows, {"call_seconds": CALL, "account_seconds": ACCOUNT,
-                                          "break_even_accounts": CALL / ACCOUNT}))
-    assert "the time of a call grows with the accounts" in text and "does not grow" not in text
-    assert "beyond the largest size measured" not in text and "at most 0.0 ms off that line" in text
-
-
-def test_the_gpu_sentences_compare_each_curve_with_itself_and_state_the_fits(gpu):
-    per_call = {"call_seconds": CALL, "account_seconds": ACCOUNT, "break_even_accounts": CALL / ACCOUNT}
-    text = _text(batched.gpu_text(gpu, per_call))
-    fit, free, calls = gpu["elegant fit"], gpu["rule-free fits"], gpu["elegant per call"]
-    assert f"about {1e3 * fit['call_seconds']:.1f} ms fixed" in text
-    assert f"equal at about {fit['break_even_accounts']:,.0f} accounts" in text
-    assert f"breaks even at about {CALL / ACCOUNT:,.0f} accounts" in text
-    # the per-call times themselves, and what they show: no growth with the accounts, a rough per-account cost
-    assert all(f"{1e3 * t:.1f} ms at {int(n):,}" in text for n, t in calls.items())
-    assert "7.1 ms at 1, 6.9 ms at 64, 8.1 ms at 1,024, 11.9 ms at 4,096 and 9.1 ms at 16,384 accounts" in text
-    assert "does not grow with the accounts: it stays between 6.9 and 11.9 ms" in text
-    assert f"up to {1e3 * gpu['elegant off the line']:.1f} ms off that line" in text and "only roughly" in text
-    assert "beyond the largest size measured" in text
-    assert "stronger on a GPU" not in text
-    assert f"{1e3 * free[False]['call_seconds']:.2f} ms fixed eager" in text
-    assert f"{1e3 * free[True]['call_seconds']:.2f} ms as one CUDA graph" in text
-    assert "×" not in text  # no ratio across the devices, nor between curves
+def test_the_gpu_method_folds_away_and_names_the_record(gpu):
     method = _text(batched.gpu_method(gpu))
     assert method.startswith('<details class="how-measured">') and batched.GPU_RECORD in method
     assert gpu["meta"]["date"] in method and code_spans(gpu["meta"]["method"]) in method
@@ -283,42 +249,23 @@ def test_the_two_devices_figure_draws_each_device_in_its_own_panel(gpu):
 
 # --- the answer --------------------------------------------------------------------------------------
 
-def test_the_answer_states_the_measured_ratios_the_verdict_and_the_projection(committed):
+def test_the_answer_holds_the_measured_ratios_the_verdict_and_the_projection(committed):
     rate = _rate()
     per_call = fit_per_call(SIZES, [rate["vec"][n] for n in SIZES])
     rounds = _rounds([0.8e5, 1.2e5, 1.0e5], one=[1e5] * 3, one_all=[0.5e5] * 3)
     result = batched.answer(rate, rounds, committed, per_call)
     assert result["paid"] == []  # inconclusive here, and neither committed ratio above 1
+    assert result["same"] == pytest.approx(rate["vec"][2] / 800.0) and result["accounts"] == 2
+    assert result["rounds"]["verdict"] == "inconclusive" and result["committed answer"] == "inconclusive"
     projected = (CALL + 2048 * ACCOUNT) / (CALL + 1024 * ACCOUNT)
-    assert result["projected"] == pytest.approx(projected)
-    text = _text(batched.answer_text(result))
-    assert f"the batched env already ran {rate['vec'][2] / 800.0:.1f}× the env-steps/s of the subprocess VecEnv" in text
-    assert "ran 0.80–1.20× the env-steps/s of the faster single process with all 2,048 accounts" in text
-    assert scale.speed_verdict_words("inconclusive") in text
-    assert f"{committed['two processes']['speed-up']:.2f}× the env-steps/s of one process" in text
-    assert f"under heavy load {committed['loaded']['speed-up']:.2f}× of the same baseline" in text
-    assert "neither is a verdict" in text and "none of these measurements on 2 cores" in text
-    assert "not even the one where each process had a core of its own" in text
-    assert "**Projection, not measurement:**" in text and f"{projected:.2f}×" in text
-    assert "Not measured for this package's env" in text
+    assert result["projected"] == pytest.approx(projected) and 1 < projected < 2
 
 
 def test_the_answer_names_the_measurement_that_shows_a_second_process_paying(committed):
     rate = _rate()
     per_call = fit_per_call(SIZES, [rate["vec"][n] for n in SIZES])
     result = batched.answer(rate, _rounds([1.2e5, 1.3e5, 1.1e5], one=[1e5] * 3, one_all=[0.5e5] * 3), committed, per_call)
-    assert result["paid"] == ["this run"]
-    text = _text(batched.answer_text(result))
-    assert "only this run shows a second batched process paying" in text and "faster in every round" in text
-
-
-def test_the_answer_names_the_cores_of_each_machine_when_they_differ(committed):
-    rate = _rate()
-    per_call = fit_per_call(SIZES, [rate["vec"][n] for n in SIZES])
-    rounds = _rounds([0.8e5, 0.9e5, 0.7e5], one=[1e5] * 3, one_all=[0.5e5] * 3)
-    rounds.attrs["cores"] = 16
-    text = _text(batched.answer_text(batched.answer(rate, rounds, committed, per_call)))
-    assert f"none of these measurements on 16 and {committed['cores']} cores" in text
+    assert result["paid"] == ["this run"] and result["rounds"]["verdict"] == "faster"
 
 
 def test_the_box_names_the_baseline_of_every_ratio_and_its_record(committed, gpu):
@@ -333,6 +280,8 @@ def test_the_box_names_the_baseline_of_every_ratio_and_its_record(committed, gpu
     assert any(batched.GPU_RECORD in name for name in box["committed"])
     assert box["this_run"]["2 processes × 1,024 ÷ faster 1 process × 2,048 (1 or 2 threads)"] == \
         "rounds 0.80–1.20×: inconclusive"
+    projection = "projection (6.1's model, a free core each): 2 processes × 1,024 ÷ 1 process × 2,048"
+    assert box["this_run"][projection] == f"{result['projected']:.2f}×"
 
 
 def test_fast_or_loaded_rounds_leave_the_answer_to_the_committed_record(committed, gpu):
@@ -342,35 +291,24 @@ def test_fast_or_loaded_rounds_leave_the_answer_to_the_committed_record(committe
     for fast, load, why in ((True, 1.5, "fast mode"), (False, 3.4, "load average up to 3.4 on 2 cores")):
         rounds["load average"] = load
         result = batched.answer(rate, rounds, committed, per_call, fast=fast)
-        assert not result["live"] and why in result["why not"]
+        assert not result["live"] and why in result["why not"] and result["paid"] == []
         assert result["committed answer"] == "inconclusive"  # the quiet record holds one ratio
-        text = _text(batched.answer_text(result))
-        assert "The committed record answers it" in text and "the answer is inconclusive" in text
-        assert "slower in every round" not in text and "show how the rounds are read, not the answer" in text
-        assert "mechanics" not in text  # the box of 6.7 says it once
         assert "not the answer" in batched.box_contents(result, gpu)["this_run"][
             "2 processes × 1,024 ÷ faster 1 process × 2,048 (1 or 2 threads)"]
-        rounds_words = _text(batched.rounds_text(rounds, fast=fast))
-        assert rounds_words.count("mechanics") == 1 and why in rounds_words
     rounds["load average"] = 1.5
     live = batched.answer(rate, rounds, committed, per_call)
-    assert live["live"] and "slower in every round" in _text(batched.answer_text(live))
-    assert "mechanics" not in _text(batched.rounds_text(rounds))
+    assert live["live"] and live["rounds"]["verdict"] == "slower"
+    assert batched.box_contents(live, gpu)["this_run"][
+        "2 processes × 1,024 ÷ faster 1 process × 2,048 (1 or 2 threads)"] == "rounds 0.50–0.70×: slower"
 
 
-# --- the book's rules on every sentence ------------------------------------------------------------
+# --- the book's rules on every method note---------------------------------------------------------
 
 def _all_texts(committed, gpu) -> list[str]:
-    rate = _rate()
-    per_call = fit_per_call(SIZES, [rate["vec"][n] for n in SIZES])
-    texts = [batched.per_call_text(per_call), batched.same_accounts_text(rate), batched.committed_text(committed, rate),
-             batched.gpu_text(gpu, per_call), batched.gpu_method(gpu), batched.sweep_method([{"cpu_count": 2, "threads": 1}], 2)]
+    texts = [batched.gpu_method(gpu), batched.sweep_method([{"cpu_count": 2, "threads": 1}], 2)]
     for two in ([0.8e5, 1.2e5, 1.0e5], [1.2e5, 1.3e5, 1.1e5], [0.5e5, 0.6e5, 0.7e5], [0.98e5, 1.02e5, 1.0e5]):
         rounds = _rounds(two, one=[1e5] * 3, one_all=[0.5e5, 0.2e5, 0.9e5])
-        texts += [batched.rounds_text(rounds), batched.rounds_method(rounds, committed),
-                  batched.answer_text(batched.answer(rate, rounds, committed, per_call)),
-                  batched.rounds_text(rounds, fast=True),
-                  batched.answer_text(batched.answer(rate, rounds, committed, per_call, fast=True))]
+        texts.append(batched.rounds_method(rounds, committed))
     return [_text(text) for text in texts]
 
 

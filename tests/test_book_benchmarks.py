@@ -1,14 +1,13 @@
 """Chapter 8's readings (`finrl_tutorial.book.benchmarks`) follow their records.
 
 Each test reads a committed record (or a small one built here, where a branch needs it) and checks
-that the chapter's table or sentence says what the record says: the number in a sentence is the one
-computed from the record, every ratio names its baseline, a ratio inside the tie margin is not called
+that the chapter's table or reading says what the record says (the chapter's hidden cells check its
+Markdown against these readings), every ratio names its baseline, a ratio inside the tie margin is not called
 faster, and no GPU figure is claimed for this package without a GPU record. No timing here.
 """
 from __future__ import annotations
 
 import copy
-import re
 
 import matplotlib
 
@@ -19,7 +18,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from finrl_tutorial.book import benchmarks, read_records, scale  # noqa: E402
-from finrl_tutorial.book.report import code_spans, gpu_summary, peer_target_lines, rollout_share_table  # noqa: E402
+from finrl_tutorial.book.report import rollout_share_table  # noqa: E402
 from finrl_tutorial.metrics import TIE_MARGIN, stored_verdict  # noqa: E402
 
 
@@ -36,6 +35,7 @@ def train():
 @pytest.fixture(scope="module")
 def quiet():
     return read_records(scale.SCALE_RECORD)
+
 
 
 @pytest.fixture(scope="module")
@@ -61,30 +61,6 @@ def comparisons(peer_records):
 @pytest.fixture(scope="module")
 def full_run():
     return read_records("main_job_5seeds_report.json")[0]
-
-
-def _text(shown) -> str:
-    return shown.data if hasattr(shown, "data") else str(shown)
-
-
-#: A multiplier in a sentence ("2.47×") and the words that name what it is a multiple of.
-_MULTIPLIER = re.compile(r"(?<![\w.,])\d[\d,]*(?:\.\d+)?×(?!\s*[\d(])")
-_REFERENCE = re.compile(r"\b(?:than|vs|against|over|of|its|ours|baseline)\b|÷", re.I)
-
-
-def _unnamed_multipliers(text: str) -> list[str]:
-    """Multipliers of ``text``'s sentences with no reference word in the ten words after them (nor
-    before them in the sentence); once one multiplier of a sentence names its baseline, the later ones
-    share it (the rule the built book is checked with)."""
-    unnamed = []
-    for sentence in re.split(r"(?<=[.;])\s+|\n", text):
-        named = False
-        for match in _MULTIPLIER.finditer(sentence):
-            after = " ".join(sentence[match.end():].split()[:10])
-            named = named or bool(_REFERENCE.search(after) or _REFERENCE.search(sentence[:match.start()]))
-            if not named:
-                unnamed.append(match.group(0))
-    return unnamed
 
 
 # --- the collapsed method block and the ratio format --------------------------------------------------
@@ -116,15 +92,11 @@ def test_sources_table_names_every_record_with_its_device_and_only_the_anchor_is
         else:
             assert row["device"].startswith(f"CPU: {machine['cpu_count']} cores")
         assert row["records"] == len(records)
-    words = _text(benchmarks.device_words(table))
-    assert "only those of 8.5" in words and "NVIDIA H200" in words and "not of this package's env or trainer" in words
-    assert "8.2, 8.3, 8.4, 8.7, 8.8" in words and "(2 cores)" in words
 
 
-def test_device_words_claim_no_gpu_figure_where_no_record_ran_on_a_gpu():
+def test_sources_table_marks_no_gpu_figure_where_no_record_ran_on_a_gpu():
     table = benchmarks.sources_table({"bench_env.jsonl": "8.2 env", "bench_peers.jsonl": "8.8 peers"})
-    words = _text(benchmarks.device_words(table))
-    assert "**GPU figures:** none" in words and "H200" not in words and "8.2, 8.8" in words
+    assert not table["device"].str.startswith("GPU").any() and list(table["section"]) == ["8.2 env", "8.8 peers"]
 
 
 def test_commands_note_shows_each_record_command_as_a_reader_runs_it():
@@ -135,38 +107,26 @@ def test_commands_note_shows_each_record_command_as_a_reader_runs_it():
 
 # --- 8.2 env throughput --------------------------------------------------------------------------------
 
-def test_env_words_state_the_record_numbers_with_the_subprocess_baseline(env, quiet):
-    words = _text(benchmarks.env_words(env, quiet))
-    best = env.loc[env["env_steps_per_s"].idxmax()]
-    assert f"{int(best['num_envs']):,} accounts, {best['env_steps_per_s']:,.0f} env-steps/s" in words
+def test_env_readings_compare_the_batched_env_and_the_subprocess_vecenv_at_the_same_accounts(env, quiet):
     pair = benchmarks.batched_vs_subprocess(env)
     assert list(pair.index) == [4]  # the only size both ran
     rates = env.set_index(["env", "num_envs"])["env_steps_per_s"]
     assert pair.loc[4, "batched ÷ subprocess"] == pytest.approx(rates["vec"][4] / rates["subproc"][4])
-    assert f"ran {pair.loc[4, 'batched ÷ subprocess']:.1f}× the env-steps/s of the subprocess VecEnv" in words
     two = scale.speedups(quiet, key="env_steps_per_s", baseline="subproc ×2", layouts=["vec"]).loc["vec 2", "speed-up"]
     assert benchmarks.quiet_two_accounts(quiet) == pytest.approx(two)
-    assert f"ran {two:.1f}× the env-steps/s of the subprocess VecEnv" in words
-    assert not _unnamed_multipliers(words)
 
 
-def test_env_words_time_the_batched_call_from_the_vec_column(env, quiet):
-    words = _text(benchmarks.env_words(env, quiet))
+def test_call_seconds_time_the_batched_call_from_the_vec_column(env):
     rates = env[env["env"] == "vec"].set_index("num_envs")["env_steps_per_s"]
     calls = benchmarks.call_seconds(env)
     assert calls[4] == pytest.approx(4 / rates[4]) and calls[1] == pytest.approx(1 / rates[1])
-    assert f"{rates[1]:,.0f} env-steps/s with 1 account and {rates[4]:,.0f} with 4" in words
-    assert f"{1e3 * calls[1]:.2f} ms and {1e3 * calls[4]:.2f} ms: {calls[4] / calls[1]:.2f}× as long for 4" in words
     assert 0.8 < calls[4] / calls[1] < 1.25  # 8.2's "about as long": the table's vec column, not the vmap one
 
 
-def test_env_words_give_the_range_where_several_sizes_are_shared(quiet):
+def test_batched_vs_subprocess_keeps_every_shared_size():
     frame = pd.DataFrame({"env": ["vec", "vec", "subproc", "subproc"], "num_envs": [2, 8, 2, 8],
                           "env_steps_per_s": [400.0, 1600.0, 200.0, 200.0]})
-    words = _text(benchmarks.env_words(frame, quiet))
-    assert "At the same number of accounts (2, 8), the batched env ran 2.0× to 8.0× the env-steps/s" in words
-    assert "400 env-steps/s with 2 accounts and 1,600 with 8" in words and "1.00× as long for 8 accounts as for 2" in words
-    assert "with 8 accounts, 1,600 env-steps/s" in words
+    assert list(benchmarks.batched_vs_subprocess(frame)["batched ÷ subprocess"]) == [2.0, 8.0]
 
 
 def test_env_note_names_both_records_and_their_dates(env, quiet):
@@ -193,41 +153,29 @@ def test_loop_rows_keep_the_unpaired_rows_at_fifteen_stocks(train):
         loop[(loop["algo"] == "ppo") & (loop["num_envs"] == 1024)]["samples_per_s"].iloc[0])
 
 
-def test_loop_cost_words_carry_the_shares_computed_from_the_records(train, quiet):
+def test_loop_cost_reading_carries_the_shares_computed_from_the_records(train, quiet):
     loop = benchmarks.loop_rows(train)
     shares = rollout_share_table(quiet)
     largest = int(shares.index.max())
     reading = benchmarks.loop_cost_reading(quiet)
     assert reading["largest"] == largest
     assert reading["update_share"] == pytest.approx(shares.loc[largest, "update's share of the loop"])
-    words = _text(benchmarks.loop_cost_words(quiet, loop))
-    assert f"At {largest:,} envs PPO's update takes **{reading['update_share']:.0%}**" in words
-    assert f"runs at {reading['rollout_share']:.0%} of the bare env's rate" in words
+    assert reading["rollout_share"] == pytest.approx(shares.loc[largest, "rollout ÷ bare env"])
+    assert reading["rollout_share"] < 0.5
     top = loop[loop["num_envs"] == loop["num_envs"].max()].set_index("algo")
     for algo, row in top.iterrows():
         share = 1 - row["samples_per_s"] / row["rollout_env_steps_per_s"]
         assert benchmarks.update_shares(loop)[algo] == pytest.approx(share)
-        assert f"{share:.0%} of {algo.upper()}'s iteration" in words
-    assert "the networks, not the market simulation, are the bottleneck" in words  # the rollout is under half
     assert benchmarks.loop_rows_predate(train, loop)  # the pairs that time the network's change came later
-    current = _text(benchmarks.loop_cost_words(quiet, loop, train))
-    assert "predate the latest change to the stockwise network" in current and "another day" not in current
-    assert f"`{scale.SCALE_RECORD}` (the table just above) time the current one" in current
 
 
-def test_the_loop_and_the_trainer_at_the_same_envs_are_two_measurements_and_the_page_says_why(quiet):
+def test_the_loop_and_the_trainer_at_the_same_envs_are_two_measurements(quiet):
     both = benchmarks.loop_vs_trainer(quiet)
     vec = next(r for r in quiet if r["layout"] == "vec" and r["num_envs"] == 64)
     trainer = next(r for r in quiet if r["layout"] == "trainer" and r["num_envs"] == 64 and r["learner_threads"] == 1)
     assert both["loop"] == vec["samples_per_s"] and both["trainer"] == trainer["samples_per_s"]
     assert both["trainer rollout"] == pytest.approx(trainer["samples_per_iteration"] / trainer["phases"]["rollout"])
     assert both["trainer phases"] == pytest.approx(trainer["samples_per_iteration"] / sum(trainer["phases"].values()))
-    words = _text(benchmarks.loop_vs_trainer_words(quiet))
-    assert f"{both['loop']:,.0f} samples/s, rollout {both['loop rollout']:,.0f} env-steps/s" in words
-    assert f"median of 3 rounds of its whole iterations: {both['trainer']:,.0f} samples/s" in words
-    assert f"{both['trainer rollout seconds']:.3f} s per 4,096 samples" in words
-    assert f"the trainer's phases alone give {both['trainer phases']:,.0f} samples/s" in words
-    assert "times the rollout and the update only" in words and "different runs" in words
 
 
 def test_loop_note_explains_the_rows_left_out_with_their_load(train, quiet):
@@ -261,31 +209,10 @@ def test_scale_table_reads_speedups_and_names_the_baseline(speed, quiet):
     assert table.loc[base, "optimiser steps × minibatch"] == "32 × 1,024"
 
 
-def test_scale_words_group_every_layout_under_its_own_verdict(speed, quiet):
-    words = _text(benchmarks.scale_words(speed, quiet))
-    base = speed["baseline"].iloc[0]
-    assert f"the **{base}** (the fastest single-process configuration)" in words
-    lines = words.splitlines()
-    for label, row in speed.drop(index=base).iterrows():
-        heading = {"faster": "**Faster in every round**", "slower": "**Slower in every round**",
-                   "inconclusive": "**Inconclusive**", "tie": "**A tie**"}[row["verdict"]]
-        line = next(line for line in lines if line.startswith(f"* {heading}"))
-        assert f"{label}, {row['speed-up']:.2f}× its samples/s" in line
-    assert "No configuration ties with it" in words  # no committed round range lies within ±5 %
-    assert "ddp ×2 (128 envs) does not run the same update: 16 optimiser steps of 2,048" in words
-    assert "ddp ×2 (128 envs), 1.29× its samples/s (not like with like: another update, below)" in words
-    assert "its ratio is not like with like" in words
-    assert "workers ×2 (128 envs, update on 2 threads), 1.06× its samples/s." in words  # the same update: no caveat
-    assert not _unnamed_multipliers(words)
-
-
-def test_scale_words_call_a_tie_a_tie(speed, quiet):
-    tied = speed.copy()
-    label = "workers ×2 (128 envs, update on 2 threads)"
-    tied.loc[label, "verdict"] = "tie"
-    words = _text(benchmarks.scale_words(tied, quiet))
-    line = next(line for line in words.splitlines() if line.startswith("* **A tie**"))
-    assert label in line and "±5 %" in line and "No configuration ties" not in words
+def test_only_ddp_with_two_ranks_runs_another_update(speed, quiet):
+    different = [label for label in speed.index if benchmarks.other_update(speed, quiet, label)]
+    assert different == ["ddp ×2 (128 envs)"]
+    assert "16 optimiser steps of 2,048" in benchmarks.other_update(speed, quiet, different[0])
 
 
 def test_optimiser_steps_of_two_ranks_are_fewer_and_larger_on_the_same_samples(speed, quiet):
@@ -330,23 +257,8 @@ def test_anchor_cites_the_record_with_date_device_commit_and_method(anchors):
     assert cited["env_steps_per_s"] == row["env_steps_per_s"]
     assert (cited["date"], cited["commit"], cited["gpu"]) == ("2026-11-30", "7c64395f", "NVIDIA H200")
     assert cited["method"] == anchors[0]["meta"]["method"]
-    words = _text(benchmarks.gpu_words(anchors, pd.DataFrame()))
-    assert f"**{row['env_steps_per_s']:,.0f} env-steps/s** on one NVIDIA H200" in words
-    assert all(part in words for part in ("2026-11-30", "`7c64395f`", code_spans(cited["method"])))
-    assert "`torch.cuda.synchronize()`" in words  # the method's code is set as code
     note = str(benchmarks.gpu_note(anchors))
     assert "`torch.cuda.synchronize()`" in note and "`elegantrl/envs/StockTradingEnv.py`" in note
-    assert "no GPU measurement" in words and "×" not in words.replace("4,096 envs × 15", "")
-
-
-def test_gpu_words_state_a_ratio_only_for_a_record_on_the_same_gpu(anchors):
-    own = pd.DataFrame([{"bench": "env", "mode": "eager", "num_envs": 4096, "stocks": 15, "env_steps_per_s": 1e6,
-                         "gpu": "NVIDIA H200", "file": "gpu_h200.json"}])
-    same = _text(benchmarks.gpu_words(anchors, own))
-    reference = benchmarks.anchor(anchors)["env_steps_per_s"]
-    assert all(line in same for line in gpu_summary(own, reference)) and "no GPU measurement" not in same
-    other = _text(benchmarks.gpu_words(anchors, own.assign(gpu="NVIDIA A100")))
-    assert "another device than the cited figure, so no ratio" in other and "the reference" not in other
 
 
 def test_graph_replay_checks_read_the_gpu_records():
@@ -366,38 +278,27 @@ def test_plot_gpu_throughput_draws_gpu_measurements_only(anchors):
 
 # --- 8.6 and 8.7 results over seeds ---------------------------------------------------------------------
 
-def test_full_run_words_follow_the_report(full_run):
-    words = _text(benchmarks.full_run_words(full_run))
+def test_full_run_readings_follow_the_report(full_run):
     versus = full_run["sharpe_vs_buy_and_hold"]
-    verdict = stored_verdict(versus, versus.get("margin", TIE_MARGIN))
-    assert f"[{versus['low']:+.2f}, {versus['high']:+.2f}]: **{verdict}**" in words
-    assert "lower end -0.253 lies beyond the tie margin" in words  # printed at two decimals it reads as -0.25
+    assert stored_verdict(versus, versus.get("margin", TIE_MARGIN)) == "inconclusive"
     untrained = benchmarks.untrained_reading(full_run)
     assert untrained["at_or_below"] == sum(s <= untrained["untrained"] + 1e-9 for s in untrained["seeds"]) == 4
-    assert f"{untrained['at_or_below']} of 5 seeds end at or below it" in words and "lies below it" in words
-    assert f"{len(full_run['seeds'])} seeds × {full_run['config']['total_steps']:,} env-steps" in words
-    assert "negative for every seed" in words
     # every baseline within one seed-std, equal-weight buy-and-hold (2.38 against 2.29 ± 0.12) included
     agent, std = full_run["agent"]["sharpe_ratio"], full_run["agent_std"]["sharpe_ratio"]
     inside = {name: row["sharpe_ratio"] for name, row in full_run["baselines"].items()
               if abs(row["sharpe_ratio"] - agent) <= std}
     assert benchmarks.within_one_std(full_run) == inside and "equal_weight_buy_and_hold" in inside
-    line = next(line for line in words.splitlines() if "Within one seed-std" in line)
-    assert f"({agent:.2f} ± {std:.2f})" in line
-    assert all(f"{name} {value:.2f}" in line for name, value in inside.items()) and "random" not in line
+    assert "random" not in inside
 
 
-def test_full_run_words_move_with_the_report(full_run):
+def test_full_run_readings_move_with_the_report(full_run):
     better = copy.deepcopy(full_run)
     better["agent"]["sharpe_ratio"] = 3.0
     better["agent_std"]["sharpe_ratio"] = 0.01
     per_seed = better["agent_per_seed"]
     for row in per_seed.values() if isinstance(per_seed, dict) else per_seed:
         row["sharpe_ratio"] = 3.0
-    better["sharpe_vs_buy_and_hold"].update(difference=0.6, low=0.3, high=0.9)
-    words = _text(benchmarks.full_run_words(better))
-    assert "**beats**" in words and "0 of 5 seeds end at or below it" in words and "lies above it" in words
-    assert "Within one seed-std" not in words
+    assert benchmarks.untrained_reading(better)["at_or_below"] == 0 and benchmarks.within_one_std(better) == {}
 
 
 def test_full_run_note_holds_the_machine_and_the_command(full_run):
@@ -406,18 +307,19 @@ def test_full_run_note_holds_the_machine_and_the_command(full_run):
     assert f"`{full_run['command']}`" in note
 
 
-def test_seed_words_give_the_gap_in_standard_errors_and_the_bootstrap_verdict(full_run):
-    words = _text(benchmarks.seed_words(full_run))
+def test_seed_table_gives_the_gap_in_standard_errors_and_the_bootstrap_verdict(full_run):
+    rows = benchmarks.seed_table(full_run).data["this run"]
     mean, std = full_run["agent"]["sharpe_ratio"], full_run["agent_std"]["sharpe_ratio"]
     hold = full_run["baselines"]["equal_weight_buy_and_hold"]["sharpe_ratio"]
     error = std / len(full_run["seeds"]) ** 0.5
-    assert f"a gap of {mean - hold:+.2f}, {abs(mean - hold) / error:.1f} standard errors" in words
-    assert f"(standard error {error:.2f})" in words
+    assert rows["agent test Sharpe, mean ± std over seeds"] == f"{mean:.2f} ± {std:.2f} (5 seeds)"
+    assert rows["gap, agent − buy-and-hold"] == f"{mean - hold:+.2f}"
+    assert rows["gap in standard errors"] == f"{abs(mean - hold) / error:.1f}"
+    assert rows["standard error of the mean over seeds (std ÷ √K)"] == f"{error:.3f}"
+    assert rows["verdict"] == "inconclusive" and rows["bootstrap Sharpe difference, 95 % interval"] == "-0.09 [-0.25, +0.06]"
     flat = copy.deepcopy(full_run)
     flat["agent_std"]["sharpe_ratio"] = 0.0
-    flat_words = _text(benchmarks.seed_words(flat))
-    assert "the seeds barely differ" in flat_words and "standard error of the mean over seeds is 0.000" in flat_words
-    assert "**" in words and "**" not in _text(benchmarks.seed_words(full_run, fast=True))  # no bold fast verdict
+    assert benchmarks.seed_table(flat).data["this run"]["gap in standard errors"] == "(seeds barely differ)"
 
 
 # --- 8.8 peers -----------------------------------------------------------------------------------------
@@ -427,8 +329,6 @@ def test_peer_reading_does_not_call_a_ratio_inside_the_margin_faster(comparisons
     row = comparisons.loc[label]
     assert row["verdict"] == "faster" and abs(row["ratio of medians"] - 1) <= scale.SPEED_TIE_MARGIN
     assert row["reading"] == "above 1 in every round, median within ±5 %"
-    words = benchmarks.peer_ratio_words(comparisons, label, rounds=False)
-    assert "so not called faster" in words and "round by round 1.02×–1.35×" in words
     outside = comparisons[comparisons["reading"] == "faster"]
     assert (outside["ratio of medians"] > 1 + scale.SPEED_TIE_MARGIN).all()
 
@@ -439,36 +339,16 @@ def test_peer_reading_of_a_slower_ratio_inside_the_margin():
     assert benchmarks.peer_reading(pd.Series({"verdict": "tie", "ratio of medians": 1.01})) == "tie"
 
 
-def test_peer_words_state_every_env_ratio_like_with_like_with_its_baseline(peer_records, comparisons):
-    words = _text(benchmarks.peer_words(peer_records, comparisons))
-    envs = comparisons[~comparisons["compares"].isin(["same learner, one account", "batching, our PPO"])]
-    for label, row in envs.iterrows():
-        assert benchmarks.times(row["ratio of medians"]) in words, label
-    assert "our single env ran 3.68× (faster in every round) the env-steps/s of FinRL's `StockTradingEnv`" in words
-    assert ("at 64, 1,024 and 4,096 accounts our batched env ran 7.63×, 2.71× and 2.47× the env-steps/s of "
-            "ElegantRL's StockTradingVmapEnv at the same count, faster in every round at each count") in words
-    assert not any("_vs_" in line for line in benchmarks.peer_notes(peer_records))
-    assert len(benchmarks.peer_notes(peer_records)) == len(peer_target_lines(peer_records)) - 3  # three goals dropped
-    assert not _unnamed_multipliers(words)
+def test_peer_verdicts_compare_two_libraries_only_at_the_same_accounts(peer_records, comparisons):
+    by_label = {r["label"]: r for r in peer_records if "label" in r}
+    for label, row in comparisons.iterrows():
+        sides = by_label[row["numerator"]], by_label[row["baseline"]]
+        if sides[0]["library"] != sides[1]["library"]:
+            assert row["compares"] == "same accounts", label
+        assert " ÷ " in label, label
 
 
-def test_ppo_words_set_the_two_loops_side_by_side_without_a_ratio(peer_records, comparisons):
-    words = _text(benchmarks.ppo_words(peer_records, comparisons))
-    rates = {r["label"]: r["samples_per_s"] for r in peer_records if "samples_per_s" in r and "runs" in r}
-    assert f"our PPO made {rates['our_ppo_64']:,.0f} samples/s with 64 accounts" in words
-    assert f"SB3's PPO on FinRL's env {rates['sb3_ppo_finrl_env']:,.0f} samples/s with one" in words
-    for ours in ("our_ppo_64", "our_ppo_1024"):  # no ratio of the two whole setups
-        assert benchmarks.times(rates[ours] / rates["sb3_ppo_finrl_env"]) not in words
-    same = comparisons.loc["SB3's PPO on our single env (1) ÷ SB3's PPO on FinRL's env (1)"]
-    assert f"{benchmarks.times(same['ratio of medians'])} (round by round" in words
-    assert "so not called faster) its samples/s with 64" in words
-    assert not _unnamed_multipliers(words)
-
-
-def test_peers_words_and_note_name_the_run_the_cpu_and_the_installed_versions(peer_records):
-    words = _text(benchmarks.peers_words(peer_records))
-    assert "One run on 2026-12-01, on a CPU (2 cores, 1 torch thread)" in words
-    assert "finrl 0.3.7, elegantrl 0.3.6, stable-baselines3 2.9.2" in words
+def test_peers_note_names_the_command_and_the_installed_versions(peer_records):
     note = str(benchmarks.peers_note(peer_records, __import__("finrl_tutorial").book.peer_table(peer_records)))
     assert "--out runs/peers.jsonl" in note and "/tmp" not in note and "stockstats 0.6.10" in note
 

@@ -1,7 +1,7 @@
-"""Chapter 3's readings (`finrl_tutorial.book.teaching_ppo`): every number a sentence, table or box
+"""Chapter 3's readings (`finrl_tutorial.book.teaching_ppo`): every number a table, folded note or box
 states is the one computed from its inputs (the committed ``bench learn``, sweep and walk-forward
-records, or small hand-made tensors), each branch of a sentence says what its numbers say, and the
-figures draw what their docstrings promise. No timing."""
+records, or small hand-made tensors), and the figures draw what their docstrings promise. The
+chapter's prose is Markdown, checked by its own hidden cells. No timing."""
 from __future__ import annotations
 
 import copy
@@ -47,6 +47,9 @@ def sweep():
 @pytest.fixture(scope="module")
 def walk():
     return read_records("bench_walkforward.json")[0]
+
+
+
 
 
 @pytest.fixture(autouse=True)
@@ -102,12 +105,6 @@ def test_estimator_table_reads_each_estimator_against_the_exact_gradient():
     assert teaching_ppo.variance_ratio(table) < 1
 
 
-def test_exact_gradient_text_states_the_numbers_it_is_given():
-    exact = torch.tensor([0.3, 0.4])  # length 0.5
-    text = _text(teaching_ppo.exact_gradient_text(exact, 0.0123, 0.5001, -0.082))
-    assert "0.5000 (± 0.0123)" in text and "gives 0.5001" in text and "-0.082 on average" in text
-
-
 def test_rms_error_of_averages_and_the_samples_for_an_error_as_large_as_the_gradient():
     estimates, exact = _hand_estimates()
     g = estimates[teaching_ppo.NO_BASELINE]
@@ -119,24 +116,6 @@ def test_rms_error_of_averages_and_the_samples_for_an_error_as_large_as_the_grad
     needed = teaching_ppo.samples_for_unit_error(estimates, exact, per_batch=8)
     assert needed[teaching_ppo.NO_BASELINE] == pytest.approx(float(g.var(0).sum()) * 8 / 4)
     assert needed[teaching_ppo.WITH_BASELINE] < needed[teaching_ppo.NO_BASELINE]
-
-
-@pytest.mark.parametrize("minibatch", [10, 100_000])
-def test_baseline_text_says_the_ratio_and_compares_the_samples_with_the_minibatch(minibatch):
-    estimates, exact = _hand_estimates()
-    table = teaching_ppo.estimator_table(estimates, exact, 0.1)
-    needed = teaching_ppo.samples_for_unit_error(estimates, exact, 64)
-    text = _text(teaching_ppo.baseline_text(table, needed, minibatch))
-    ratio = teaching_ppo.variance_ratio(table)
-    assert f"cuts the variance per batch to {ratio:.2f} of that without one" in text
-    assert f"a factor of about √{ratio:.2f} = {math.sqrt(ratio):.2f} on the error" in text
-    assert f"about {needed[teaching_ppo.WITH_BASELINE]:,.0f} samples" in text
-    side = "more than" if needed[teaching_ppo.WITH_BASELINE] > minibatch else "no more than"
-    assert f", {side} one PPO minibatch of {minibatch:,}." in text
-    # a baseline that raised the variance would be said to raise it
-    worse = table.copy()
-    worse.loc[teaching_ppo.WITH_BASELINE, "variance per batch (trace)"] *= 100
-    assert "raises the variance" in _text(teaching_ppo.baseline_text(worse, needed, minibatch))
 
 
 def test_the_two_gradient_panels_draw_every_estimator_and_the_marks():
@@ -158,13 +137,6 @@ def test_the_two_gradient_panels_draw_every_estimator_and_the_marks():
 
 # --------------------------------------------------------------------------- 3.2-3.4
 
-def test_fresh_policy_text_gives_the_largest_distance_from_equal_weight():
-    target = torch.full((2, 15), 1 / 16)
-    target[0, 3] += 0.0007
-    text = _text(teaching_ppo.fresh_policy_text(target, math.e))
-    assert "within 0.0007 of 1/16 = 0.0625" in text and "deviation of 2.72" in text
-
-
 @pytest.fixture(scope="module")
 def small_split():
     return ft.make_synthetic(ft.SyntheticSpec(num_days=120, seed=3)).market.train
@@ -183,29 +155,23 @@ def test_replay_reads_reward_fees_and_turnover_and_leaves_the_random_numbers_alo
     assert cash["traded"] == 0 and cash["fees"] == 0
 
 
-def test_noise_cost_table_and_text_say_what_the_replays_measured():
+def test_noise_cost_table_says_what_the_replays_measured():
     sampled, held = {"reward": -0.09, "fees": 0.111, "traded": 1.43}, {"reward": -0.008, "fees": 0.002, "traded": 0.02}
     table = teaching_ppo.noise_cost_table(sampled, held)
     assert table.iloc[0].tolist() == [-0.09, 0.111, 143.0] and table.iloc[1].tolist() == [-0.008, 0.002, 2.0]
-    text = _text(teaching_ppo.noise_cost_text(sampled, held))
-    assert f"trade {1.43 / 0.02:.0f} times as much" in text and "pay 0.111 a day in fees" in text
-    still = _text(teaching_ppo.noise_cost_text(sampled, dict(held, traded=0.0)))
-    assert "times" not in still and "every day, unlike the mean portfolio" in still
 
 
-def test_gae_reach_days_is_the_first_day_below_the_level_and_the_summary_states_it():
+def test_gae_reach_days_is_the_first_day_below_the_level():
     for gamma, lam in ((0.9, 0.95), (0.99, 0.95), (0.5, 1.0)):
         days = teaching_ppo.gae_reach_days(gamma, lam)
         assert (gamma * lam) ** days < 0.1 <= (gamma * lam) ** (days - 1)
     assert teaching_ppo.gae_reach_days(0.9, 0.95) == 15  # 0.855^15 = 0.096, 0.855^14 = 0.112
-    text = _text(teaching_ppo.gae_summary_text(0.9, 0.95))
-    assert text.startswith("* GAE blends") and "(γ = 0.9, λ = 0.95)" in text and "after 15 trading days" in text
 
 
 def test_the_intro_reads_the_walk_forward_as_its_record_does():
+    walk = read_records("bench_walkforward.json")[0]
     """book/intro.md: no test year separates the agent from buy-and-hold; pooled, a tie at ±0.25, and every
     seed's pooled Sharpe ended below buy-and-hold's."""
-    walk = read_records("bench_walkforward.json")[0]
     reading = ft.book.learning.walkforward_reading(walk)
     verdicts = teaching.walkforward_verdicts(walk)
     assert verdicts["pooled"] == "tie" and reading["pooled"]["margin"] == 0.25
@@ -312,43 +278,6 @@ def test_interval_table_writes_the_intervals_it_is_given(learn):
     assert row["95 % interval (uncorrected)"] == f"[{interval['low']:+.2f}, {interval['high']:+.2f}]"
 
 
-def test_paired_text_names_the_pairs_and_carries_the_interval_and_the_holm_verdict(learn):
-    steps = teaching_ppo.sb3_steps(learn)
-    comparisons = {"PPO − A2C": PPO_VS_A2C, "ours − SB3": (("ppo", steps, "last"), ("sb3_ppo", steps, "last"))}
-    by_family = teaching.paired_by_family(learn, comparisons)
-    text, brief = (_text(teaching_ppo.paired_text(learn, by_family, comparisons, brief=b)) for b in (False, True))
-    lines, brief_lines = text.splitlines(), brief.splitlines()
-    assert len(lines) == len(brief_lines) == 2 and all(line.startswith("* **") for line in lines + brief_lines)
-    for line, short, (name, (a, b)) in zip(lines, brief_lines, comparisons.items()):
-        pairs = teaching.paired_captures(learn, a, b)
-        pooled = by_family.loc[(name, "all families")]
-        interval = f"95 % interval [{pooled['low']:+.2f}, {pooled['high']:+.2f}]"
-        for family, group in pairs.groupby("family"):  # every market both ran, by its seed
-            seeds = ", ".join(str(m) for m in group["market"])
-            assert f"{family} {seeds}" in line and f"{family} {seeds}" in short
-        for shown in (line, short):
-            assert shown.startswith(f"* **{name}**") and f"{len(pairs)} (family, market) pairs both ran" in shown
-            assert f"{pooled['mean difference']:+.2f}, {interval}" in shown
-            assert f"{pooled['verdict']} after Holm" in short or pooled["verdict"] != "inconclusive"
-        side = "contains 0" if pooled["low"] <= 0 <= pooled["high"] else "lies"
-        assert f"uncorrected interval {side}" in line and f"(p = {pooled['p (Holm)']:.2f})" in line
-    # the record: no comparison survives Holm, pooled or in any family; the SB3 interval alone excludes 0
-    assert text.count("inconclusive") == 4 and "ahead" not in text
-    assert "contains 0" in lines[0] and "lies above 0" in lines[1]
-
-
-def test_paired_text_names_the_learner_ahead_when_holm_calls_a_difference(learn):
-    comparisons = {"PPO − A2C": PPO_VS_A2C}
-    by_family = teaching.paired_by_family(learn, comparisons).copy()
-    by_family["verdict"] = ["first ahead"] * (len(by_family) - 1) + ["second ahead"]
-    text = _text(teaching_ppo.paired_text(learn, by_family, comparisons))
-    assert "After Holm's correction over every row of the table: A2C ahead" in text
-    assert "PPO ahead in each of its" in text
-    by_family.iloc[0, by_family.columns.get_loc("verdict")] = "inconclusive"
-    mixed = _text(teaching_ppo.paired_text(learn, by_family, comparisons))
-    assert f"per family: {by_family.index[0][1]} inconclusive, {by_family.index[1][1]} PPO ahead" in mixed
-
-
 def test_learn_method_note_is_folded_and_states_the_record(learn):
     steps = teaching_ppo.sb3_steps(learn)
     ours_sb3 = (("ppo", steps, "last"), ("sb3_ppo", steps, "last"))
@@ -367,20 +296,20 @@ def test_learn_method_note_is_folded_and_states_the_record(learn):
     assert teaching.capture_gaps_text(gaps) in text and f"{len(gaps)} pair" in text
 
 
-def test_method_note_holds_its_paragraphs_in_order():
-    note = teaching_ppo.method_note(["first", "second"], title="T")
-    assert str(note) == "T\n\nfirst\n\nsecond" and "first\n\nsecond" in note._repr_markdown_()
-
-
 def test_chapter_box_states_this_run_and_the_committed_intervals(learn):
     estimates, exact = _hand_estimates()
     gradients = teaching_ppo.estimator_table(estimates, exact, 0.1)
     versus = {"PPO minus A2C": teaching.t_interval(teaching.paired_captures(learn, *PPO_VS_A2C)["difference"])}
     comparison = pd.DataFrame({"test: signal rule's excess captured": {"PPO": 0.5, "A2C": -0.25}})
     file_lines = teaching_ppo.line_counts([ft.agents.ppo])
+    loop_sharpe = pd.DataFrame({"validation Sharpe": [-0.37, 0.071]}, index=["untrained", "trained"])
     box = teaching_ppo.chapter_box(comparison, 49_152, file_lines, {"loss/minibatches": 16, "loss/clip_fraction": 0.04},
-                                   gradients, versus)
+                                   gradients, versus, loop_sharpe)
     rows = {name: value for _, name, value in box.rows}
+    assert rows["the loop on 1.9's planted edge (3.6), validation Sharpe untrained → trained"] == "-0.37 → 0.07"
+    without = teaching_ppo.chapter_box(comparison, 49_152, file_lines,
+                                       {"loss/minibatches": 16, "loss/clip_fraction": 0.04}, gradients, versus)
+    assert len(without.rows) == len(box.rows) - 1
     assert rows["PPO vs A2C, test capture (one market, one seed)"] == "PPO 0.50, A2C -0.25"
     assert rows["agents/ppo.py, as installed"] == f"{len(inspect.getsource(ft.agents.ppo).splitlines())} lines"
     assert rows["one update on a 512-sample rollout"] == "16 minibatches, clip fraction 0.04"

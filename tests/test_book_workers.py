@@ -1,14 +1,13 @@
 """Chapter 4's readings (`finrl_tutorial.book.workers`) say what their records say.
 
-Every sentence is checked against the number computed from the committed ``bench scale`` records
-(or from a small hand-made input where a branch needs one): the number in the sentence is the one
-the record gives, the baseline of every ``N×`` is named, a verdict's words follow the rounds, and
-the projection is marked as one, with its assumptions. No timing: nothing here trains.
+Every table, figure and folded block is checked against the numbers computed from the committed
+``bench scale`` records (or from a small hand-made input where a branch needs one): the number in a
+line is the one the record gives and the baseline of every ``N×`` is named. The chapter's own
+sentences are checked by its hidden cells. No timing: nothing here trains.
 """
 from __future__ import annotations
 
 import copy
-import dataclasses
 import re
 from types import SimpleNamespace
 
@@ -19,14 +18,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from finrl_tutorial.book import read_records, scale, workers  # noqa: E402
+from finrl_tutorial.book import scale, workers  # noqa: E402
 from finrl_tutorial.book.teaching import reader_command  # noqa: E402
 from finrl_tutorial.training.workers import DEFAULT_LEARNER_THREADS  # noqa: E402
-
-
-def _text(shown) -> str:
-    """The text of what a reading returns: an IPython Markdown's ``data``, or the text itself."""
-    return getattr(shown, "data", shown)
 
 
 @pytest.fixture(scope="module")
@@ -109,24 +103,6 @@ def test_live_table_sets_every_run_against_the_fastest_in_process_trainer():
         workers.fastest_trainer(live[live["workers"] > 0])
 
 
-def test_live_reading_states_the_default_layouts_ratio_with_its_baseline_and_warns_only_when_busy():
-    quiet = workers.live_table(_runs(LIVE_RATES), {key: 1.0 for key in LIVE_RATES})
-    text = _text(workers.live_reading(quiet, cores=2, fast=True))
-    default = workers.default_live_row(quiet, cores=2)
-    assert default == f"2 workers, update on {DEFAULT_LEARNER_THREADS} thread" + ("s" if DEFAULT_LEARNER_THREADS > 1 else "")
-    ratio = LIVE_RATES[2, DEFAULT_LEARNER_THREADS] / 5000.0
-    assert (f"({default}) made {ratio:.2f}× the samples/s of the fastest in-process trainer "
-            "(here the in-process trainer, 2 threads)") in text
-    assert "**" not in text  # no bold verdict on a live (fast-mode) number
-    assert "fast mode's small budget" in text and "the mechanics, not a finding" in text and "busy" not in text
-    full = _text(workers.live_reading(quiet, cores=2, fast=False))
-    assert "fast mode" not in full and "baseline. One short run is one noisy draw, not a finding." in full
-    busy = workers.live_table(_runs(LIVE_RATES), {key: 3.5 for key in LIVE_RATES})
-    assert "The machine was busy" in _text(workers.live_reading(busy, cores=2, fast=True))
-    # one core: the pool's default falls back to one thread
-    assert workers.default_live_row(quiet, cores=1) == "2 workers, update on 1 thread"
-
-
 def test_live_method_names_the_budget_and_the_load_range():
     live = workers.live_table(_runs(LIVE_RATES), {(0, 1): 0.4, (0, 2): 1.6, (1, 1): 0.9, (2, 1): 1.0, (2, 2): 1.2})
     text = str(workers.live_method(live, cores=2, total_steps=32_768))
@@ -147,41 +123,6 @@ def test_phase_view_and_plot_show_the_records_phases(phases):
     workers.plot_phases(phases, ax, cores=2)
     assert len(ax.patches) == 3 * len(phases) and "2 CPU cores" in ax.get_title()
     plt.close(fig)
-
-
-def test_speedup_reading_quotes_the_shared_sentences_names_the_baseline_and_sums_up_the_verdicts(table):
-    text = _text(workers.speedup_reading(table))
-    one_worker, one_thread, two_threads = workers.worker_labels(table)
-    baseline = table["baseline"].iloc[0]
-    assert f"the fastest in-process trainer, the **{baseline}**" in text
-    for label in (one_worker, one_thread, two_threads):
-        assert scale.speedup_text(table, label) in text  # its number, baseline and verdict, from the record
-    default = two_threads if DEFAULT_LEARNER_THREADS == 2 else one_thread
-    assert text.count("(the pool's default)") == 1
-    assert ("**Two workers, update on two threads (the pool's default):**" in text) == (default == two_threads)
-    # the committed verdicts: both two-worker layouts inconclusive, so no claim of a speed-up
-    assert {table.loc[one_thread, "verdict"], table.loc[two_threads, "verdict"]} == {"inconclusive"}
-    assert "no two-worker layout beat the fastest in-process trainer in every round" in text
-    assert "the rounds cannot tell two workers from one process" in text
-    # every multiplier of the reading is followed by what it is a multiple of
-    for match in re.finditer(r"\d\.\d\d×", text):
-        after = text[match.end():match.end() + 40]
-        assert after.startswith((" the samples/s of", "; ", ")")), after
-
-
-def test_speedup_reading_follows_other_verdicts(table):
-    _, one_thread, two_threads = workers.worker_labels(table)
-    faster = table.copy()
-    faster.loc[[one_thread, two_threads], "verdict"] = "faster"
-    assert "both two-worker layouts were faster than the fastest in-process trainer in every round" in \
-        _text(workers.speedup_reading(faster))
-    slower = table.copy()
-    slower.loc[[one_thread, two_threads], "verdict"] = "slower"
-    assert "both two-worker layouts were slower" in _text(workers.speedup_reading(slower))
-    mixed = table.copy()
-    mixed.loc[one_thread, "verdict"] = "slower"
-    text = _text(workers.speedup_reading(mixed))
-    assert "no two-worker layout beat" in text and "cannot tell" not in text
 
 
 def test_worker_labels_need_every_worker_row(table):
@@ -219,7 +160,7 @@ def test_record_method_holds_the_records_provenance_rounds_loads_and_noise_floor
 
 # --- 4.5: one learner thread or two --------------------------------------------------------------
 
-def test_threads_table_and_reading_say_what_the_two_records_say(record, loaded_records, table):
+def test_threads_table_says_what_the_two_records_say(record, loaded_records):
     quiet = scale.learner_threads_reading(record)
     loaded = scale.learner_threads_reading(loaded_records)
     shown = workers.threads_table(quiet, loaded).data
@@ -231,30 +172,6 @@ def test_threads_table_and_reading_say_what_the_two_records_say(record, loaded_r
     assert f"{shown.loc['quiet machine', column]} over the runs of two workers" == workers.load_range(record, ("workers",), 2)
     assert f"{shown.loc['same machine, heavy load', column]} over the runs of two workers" == \
         workers.load_range(loaded_records, ("workers",), 2)
-    text = _text(workers.threads_reading(quiet, loaded, table))
-    verdict = scale.speed_verdict_words(scale.speed_verdict(quiet["rounds"]))
-    assert f"made {quiet['ratio']:.2f}× the samples/s of the same layout on one thread ({verdict})" in text
-    assert verdict == "faster in every round"
-    assert f"{quiet['update seconds'][1] / quiet['update seconds'][2]:.2f}× as fast as on one thread" in text
-    assert f"Under heavy load the order reversed: two threads made {loaded['ratio']:.2f}× the samples/s" in text
-    assert f"**{DEFAULT_LEARNER_THREADS} learner threads**" in text
-    # the default's rank, from the table: here the highest median, its rounds inconclusive
-    default = workers.worker_labels(table)[2]
-    assert table["median"].astype(float).idxmax() == default
-    assert "highest median samples/s of the layouts in 4.4, but its rounds do not tell it apart" in text
-
-
-def test_threads_reading_follows_a_record_where_the_order_holds_and_the_default_ranks_lower(record, table):
-    quiet = scale.learner_threads_reading(record)
-    held = dict(quiet, ratio=1.1)
-    lower = table.copy()
-    lower.loc[lower.index[0], "median"] = 10 * float(lower["median"].max())  # a trainer far ahead
-    text = _text(workers.threads_reading(quiet, held, lower))
-    assert "Under heavy load the order held" in text and "It was not the slowest layout measured" in text
-    slowest = table.copy()
-    default = workers.worker_labels(table)[2]
-    slowest.loc[default, "median"] = 1.0
-    assert "slowest worker layout measured" in _text(workers.threads_reading(quiet, held, slowest))
 
 
 def test_loaded_method_names_the_loaded_record_and_its_loads(loaded_records):
@@ -274,42 +191,12 @@ def test_model_checks_hold_both_models_points_and_the_default_is_labelled(record
     assert "processes" not in workers.check_view(check).data.columns
 
 
-def test_fit_table_and_reading_give_the_models_numbers(models):
+def test_fit_table_gives_the_models_numbers(models):
     model = models[2]
     fitted = workers.fit_table(model)["fitted on the record"]
     assert fitted["r"] == f"{model.rollout:.2f} s per iteration" and fitted["u"] == f"{model.update:.2f} s per iteration"
     assert fitted["s = u / (r + u)"] == f"{model.serial_fraction:.0%}" and fitted["t"] == f"{model.thread_speedup:.2f}"
     assert fitted["o"].startswith(f"{model.overhead:+.3f} s per iteration")
-    text = _text(workers.fit_reading(model))
-    assert f"The update is {model.serial_fraction:.0%} of one worker's iteration" in text
-    assert f"$t/s$ = {model.thread_speedup / model.serial_fraction:.1f}× the samples/s of one worker" in text
-    assert ("below 0" in text) == (model.overhead < 0)
-    positive = dataclasses.replace(model, overhead=0.01)
-    assert "below 0" not in _text(workers.fit_reading(positive))
-    assert "below 0" in _text(workers.fit_reading(dataclasses.replace(model, overhead=-0.01)))
-
-
-def test_projection_reading_is_marked_as_a_projection_with_its_assumptions(record, table, models):
-    model = models[2]
-    baseline = table["baseline"].iloc[0]
-    base_rate = float(table.loc[baseline, "median"])
-    projection = scale.project(model, (1, 2, 4, 8), baseline=base_rate)
-    text = _text(workers.projection_reading(model, projection, baseline, record))
-    assert text.startswith("**Projection, not measurement.**")
-    assert (f"Relative to the {baseline}, the model projects {projection.loc[4, 'speed-up']:.2f}× its samples/s "
-            f"with 4 workers and {projection.loc[8, 'speed-up']:.2f}× with 8.") in text
-    three = scale.project(model, (1, 2, 4, 8, 16), baseline=base_rate)
-    assert (f"{three.loc[4, 'speed-up']:.2f}× its samples/s with 4 workers, {three.loc[8, 'speed-up']:.2f}× with 8 "
-            f"and {three.loc[16, 'speed-up']:.2f}× with 16.") in \
-        _text(workers.projection_reading(model, three, baseline, record))
-    assert "2 workers" in text.split("Nothing past ")[1][:20] and "has 2 cores" in text
-    assert "one free core per worker" in text and f"{model.thread_speedup:.2f}× as fast as on one" in text
-    assert f"$o$ = {max(0.0, model.overhead):.3f} s" in text
-    assert ("negative value taken as 0" in text) == (model.overhead < 0)
-    assert f"the same 64 envs per worker ({model.samples_per_process:,} samples" in text
-    assert f"the baseline as measured, the {baseline}" in text
-    with pytest.raises(ValueError):
-        workers.projection_reading(model, projection.loc[[1, 2]], baseline, record)
 
 
 def test_projection_inputs_pair_each_model_with_its_measured_points(table, models):
@@ -367,15 +254,10 @@ def test_window_text_prints_half_open_windows():
 OUTSIDE = re.compile(r"(?<![\w-])(?:sessions?|helpers?|briefs?|lent|tasks?|tickets?|issues?)(?![\w-])", re.I)
 
 
-def test_no_reading_speaks_of_how_the_project_is_made(record, loaded_records, table, phases, models):
-    quiet, loaded = scale.learner_threads_reading(record), scale.learner_threads_reading(loaded_records)
+def test_no_folded_block_speaks_of_how_the_project_is_made(record, loaded_records, phases, models):
     live = workers.live_table(_runs(LIVE_RATES), {key: 3.0 for key in LIVE_RATES})
-    model = models[2]
-    projection = scale.project(model, (1, 2, 4, 8), baseline=1000.0)
-    texts = [_text(workers.live_reading(live, cores=2, fast=True)), str(workers.live_method(live, 2, 32_768)),
-             _text(workers.speedup_reading(table)), str(workers.record_method(record, scale.SCALE_RECORD, phases)),
-             _text(workers.threads_reading(quiet, loaded, table)),
+    texts = [str(workers.live_method(live, 2, 32_768)), str(workers.record_method(record, scale.SCALE_RECORD, phases)),
              str(workers.loaded_method(loaded_records, scale.LOADED_SCALE_RECORD)),
-             _text(workers.fit_reading(model)), _text(workers.projection_reading(model, projection, "x", record))]
+             workers.fit_table(models[2]).to_string()]
     for text in texts:
         assert not OUTSIDE.search(text), OUTSIDE.search(text).group(0)

@@ -4,7 +4,6 @@ PBO on a live example and the reader's version of a record's command. Each reads
 small one built here) and must follow it: a changed record changes the table or the sentence."""
 from __future__ import annotations
 
-import copy
 
 import pytest
 from hypothesis import given, settings
@@ -60,9 +59,8 @@ def test_walkforward_table_follows_the_record_year_by_year():
     assert checkpoints["chosen"] == {(2017, 0): 8192, (2018, 0): 4096}
 
 
-def test_the_committed_walkforward_verdicts_are_recomputed_and_the_sentence_says_them():
+def test_the_committed_walkforward_verdicts_are_recomputed_from_their_bounds():
     walkforward = read_records("bench_walkforward.json")[0]
-    learn, realistic = read_records("bench_learn.json")[0], read_records("bench_learn_realistic.json")[0]
     verdicts = teaching.walkforward_verdicts(walkforward)
     stored = walkforward["summary"]["years"]
     assert verdicts == {**{str(row["year"]): difference_verdict(row["intervals"]["agent_vs_equal_weight"]["low"],
@@ -70,18 +68,7 @@ def test_the_committed_walkforward_verdicts_are_recomputed_and_the_sentence_says
                            for row in stored},
                         "pooled": difference_verdict(**{k: walkforward["summary"]["pooled"]["intervals"]
                                                         ["agent_vs_equal_weight"][k] for k in ("low", "high")})}
-    real = teaching.three_answers(learn, realistic, walkforward)[2]
-    if len(set(verdicts.values())) == 1:
-        assert f"{teaching.VERDICT_PHRASES[verdicts['pooled']]} in every year and pooled" in real
-    else:
-        assert all(f"{year} {verdict}" in real for year, verdict in verdicts.items())
-    # a margin wide enough makes every interval holding 0 a tie; one of 0 leaves none
-    assert "a tie with buy-and-hold in every year and pooled" in teaching.three_answers(
-        learn, realistic, walkforward, margin=10.0)[2]
-    assert "tie" not in teaching.three_answers(learn, realistic, walkforward, margin=0.0)[2]
-    changed = copy.deepcopy(walkforward)
-    changed["summary"]["years"][0]["intervals"]["agent_vs_equal_weight"] = _interval(0.5, 0.1, 0.9)
-    assert f"{stored[0]['year']} beats" in teaching.three_answers(learn, realistic, changed)[2]
+
 
 
 def test_stored_tie_strings_are_not_trusted():
@@ -221,12 +208,10 @@ def test_signal_rule_comparison_pairs_markets_and_corrects_over_every_verdict():
     assert table.loc[("ppo", "all families"), "markets"] == 10
     assert (table["p (Holm)"] >= table["p (t)"]).all()
     assert table["p (Holm)"].tolist() == teaching.holm(table["p (t)"].tolist()).tolist()
-    sentence = teaching.signal_rule_sentence(table)
-    assert "PPO factor beats the signal rule" in sentence and "1 of 2 (learner, family) cells" in sentence
     # the same markets with the agent below the rule: "loses", never "beats"
     worse = [dict(c, oracle_excess=c["oracle_excess"] + 1.0) for c in cases]
     flipped = teaching.signal_rule_comparison({"cases": worse}, learners=("ppo",), run_steps=300_000)
-    assert flipped.loc[("ppo", "factor"), "verdict"] == "loses" and "beats" not in teaching.signal_rule_sentence(flipped)
+    assert flipped.loc[("ppo", "factor"), "verdict"] == "loses"
     with pytest.raises(ValueError, match="no a2c run"):
         teaching.signal_rule_comparison({"cases": cases}, learners=("a2c",))
 
@@ -257,12 +242,3 @@ def test_undefined_captures_count_the_markets_the_per_market_column_leaves_out()
     assert counts.loc[(0.05, 30, "ppo")].tolist() == [3, 1, 2]
 
 
-def test_the_strong_edge_sentence_says_beats_only_where_the_comparison_does():
-    learn, realistic = read_records("bench_learn.json")[0], read_records("bench_learn_realistic.json")[0]
-    walkforward = read_records("bench_walkforward.json")[0]
-    first = teaching.three_answers(learn, realistic, walkforward)[0]
-    table = teaching.signal_rule_comparison(learn)
-    assert teaching.signal_rule_sentence(table) in first and "it beats that rule" not in first
-    for (learner, family), row in table.iterrows():
-        if family != "all families" and row["verdict"] == "inconclusive":
-            assert f"{learner.upper()} {family} beats" not in first

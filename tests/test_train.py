@@ -356,6 +356,9 @@ def test_run_experiment_with_two_seeds_writes_the_report(sse15, tmp_path):
     per_seed = on_disk["agent_per_seed"]
     assert on_disk["agent"]["sharpe_ratio"] == pytest.approx(
         (per_seed["3"]["sharpe_ratio"] + per_seed["4"]["sharpe_ratio"]) / 2)
+    days, both = on_disk["sharpe_vs_buy_and_hold"], on_disk["sharpe_vs_buy_and_hold_seeds_and_days"]
+    assert (days["resampled"], both["resampled"], both["curves"]) == ("days", "seeds and days", 2)
+    assert both["difference"] == days["difference"]  # the same statistic; only its interval counts the seeds
 
     saved = json.loads((tmp_path / "config.json").read_text())
     assert saved["config"] == on_disk["config"] and saved["seeds"] == [3, 4] and saved["data"] == data

@@ -80,6 +80,25 @@ def test_sharpe_difference_ci_states_its_margin_and_validates_it():
             sharpe_difference_ci(other, hold, resamples=500, margin=bad)
 
 
+def test_resampling_the_seeds_widens_the_interval_by_their_spread_and_only_then():
+    """The two-level bootstrap (seeds and days) equals the days-only one with one curve or identical
+    curves, is wider when the seeds disagree, and keeps the observed difference."""
+    index = pd.bdate_range("2019-01-02", periods=250)
+    rng = np.random.default_rng(3)
+    market = rng.normal(0.0005, 0.01, len(index))
+    hold = pd.Series(1e6 * np.cumprod(1 + market), index)
+    seeds = [pd.Series(1e6 * np.cumprod(1 + market + drift + rng.normal(0, 0.002, len(index))), index)
+             for drift in (-0.0015, -0.0005, 0.0005, 0.0015)]
+    days = sharpe_difference_ci(seeds, hold, resamples=2000)
+    both = sharpe_difference_ci(seeds, hold, resamples=2000, resample_seeds=True)
+    assert (days["resampled"], both["resampled"]) == ("days", "seeds and days")
+    assert both["difference"] == days["difference"]
+    assert both["high"] - both["low"] > 1.5 * (days["high"] - days["low"])  # the seeds' spread counts now
+    for same in ([seeds[0]], [seeds[0]] * 3):
+        plain = sharpe_difference_ci(same, hold, resamples=1000)
+        nested = sharpe_difference_ci(same, hold, resamples=1000, resample_seeds=True)
+        assert (nested["low"], nested["high"]) == pytest.approx((plain["low"], plain["high"]), abs=1e-12)
+
 def test_stored_verdicts_are_recomputed_from_their_bounds():
     old = {"low": -0.4, "high": 0.3, "verdict": "tie"}  # the rule before the margin
     assert stored_verdict(old) == "inconclusive"

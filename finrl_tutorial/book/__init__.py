@@ -34,11 +34,10 @@ from . import teaching  # chapters 1-3: like-with-like comparisons, Holm, distan
 from .cli import cli_command, run_cli
 from .folded import markdown as _markdown
 # The readings of committed records, one import away for the chapters (``ft.book.describe(record)``).
-from .report import (env_throughput_table, full_run_commentary, gpu_summary, loop_cost_lines, peer_ratio_table,
-                     peer_summary, peer_table, peer_target_lines, provenance, rollout_share_table)
+from .report import env_throughput_table, loop_cost_lines, peer_summary, peer_table, provenance, rollout_share_table
 from .scale import (CostModel, fit_cost_model, fit_per_call, model_check, phase_table, plot_projection,
                     plot_speedups, project, speed_verdict, speedup_text, speedups)
-from .sweep import MEASURE_NAMES, along_the_curve, describe, summary_table, sweep_caption
+from .sweep import MEASURE_NAMES, describe, summary_table, sweep_caption
 from .teaching import reader_command
 
 FAST = fast_mode()
@@ -131,8 +130,8 @@ class MeasuredBox:
     def __init__(self, title: str, this_run: dict, committed: dict, shows: str, does_not_show: str,
                  fast: bool = False):
         self.title, self.shows, self.does_not_show = title, shows, does_not_show
-        # a fast-mode run trains on a small fraction of the budget: its numbers show the mechanics only
-        run = "this run (fast mode: a small budget, so it shows the mechanics, not a finding)" if fast else "this run"
+        # a fast-mode run trains on a small fraction of the budget: the label says so once, in the box
+        run = "this run (live, fast mode: small budgets)" if fast else "this run (live)"
         self.rows = [(run, str(name), str(value)) for name, value in this_run.items()]
         self.rows += [("full size (committed record)", str(name), str(value)) for name, value in committed.items()]
 
@@ -160,7 +159,7 @@ def measured_box(this_run: dict, committed: dict, shows: str, does_not_show: str
                  title: str = "What this chapter measured", fast: bool | None = None) -> MeasuredBox:
     """The box at the end of a chapter: this run's numbers, the committed full-size numbers (each
     naming its record), and what they do and do not show; ``fast`` (default: `FAST`) labels this
-    run's numbers as a small-budget run's, which show the mechanics and not a finding. Returns a :class:`MeasuredBox`, which a
+    run's numbers as a small-budget (fast-mode) run's. Returns a :class:`MeasuredBox`, which a
     cell displays as an HTML table inside a note (in Jupyter, Colab and the built book alike) and
     ``print`` shows as text."""
     return MeasuredBox(title, this_run, committed, shows, does_not_show, FAST if fast is None else fast)

@@ -6,8 +6,8 @@ The chapter measures with `finrl_tutorial.bench.measure_env` and keeps its numbe
 Series ``rate`` of env-steps/s indexed by ``(env, num_envs)``; the functions here turn those
 numbers, the rounds of `process_rounds` and the committed records (the quiet and the loaded
 ``bench scale`` records of `finrl_tutorial.book.scale`, and the H200 anchors of `GPU_RECORD`) into
-the chapter's figures, tables and sentences. Every number a sentence states is computed here from
-what the function is given; each ``N×`` names what it is a multiple of. Only `process_rounds`
+the chapter's figures, tables and folded method notes; the chapter's prose is Markdown, checked
+by hidden cells against these readings. Each ``N×`` a table states names what it is a multiple of. Only `process_rounds`
 measures; everything else is a pure reading.
 """
 from __future__ import annotations
@@ -23,10 +23,9 @@ from ..bench.env import measure_env
 from ..bench.scale import loadavg, scale_label
 from ..errors import InputError
 from .cli import cli_command
-from .folded import MethodNote, how_measured, markdown as _markdown
+from .folded import MethodNote, how_measured
 from .report import code_spans
-from .scale import (LOADED_SCALE_RECORD, SCALE_RECORD, SPEED_TIE_MARGIN, fit_per_call, near_boundary_words,
-                    speed_verdict, speed_verdict_words, speedups)
+from .scale import LOADED_SCALE_RECORD, SCALE_RECORD, SPEED_TIE_MARGIN, fit_per_call, speed_verdict, speedups
 
 GPU_RECORD = "anchors_elegantrl_h200.jsonl"
 """The committed measurement of other envs on one NVIDIA H200 (chapter 6.6)."""
@@ -49,11 +48,6 @@ def _range(low: float, high: float, digits: int = 2) -> str:
     """``"0.91–1.08"`` (one number when both ends print the same)."""
     a, b = f"{low:.{digits}f}", f"{high:.{digits}f}"
     return a if a == b else f"{a}–{b}"
-
-
-def _share(value: float) -> str:
-    """A ratio at two decimals, or three below 0.1 (so that a small one does not print as 0.0x)."""
-    return f"{value:.2f}" if value >= 0.1 else f"{value:.3f}"
 
 
 def _same_sizes(rate: pd.Series) -> list[int]:
@@ -83,15 +77,12 @@ def plot_throughput(rate: pd.Series, per_call: dict, ax, stocks: int) -> None:
     ax.legend(fontsize="small")
 
 
-def per_call_text(per_call: dict):
-    """One sentence on the fit of `fit_per_call`: the fixed cost ``c`` of one batched call, the
-    cost ``a`` of one more account, and the size below which ``c`` dominates. Returns Markdown."""
-    return _markdown(
-        f"The fitted line says one call of the batched env costs about "
-        f"{1e6 * per_call['call_seconds']:,.0f} µs before it steps any account ($c$), and "
-        f"{1e6 * per_call['account_seconds']:.2f} µs per account ($a$): below about "
-        f"{per_call['break_even_accounts']:,.0f} accounts the fixed part dominates, and more accounts per call "
-        "are nearly free.")
+def per_call_table(per_call: dict) -> pd.DataFrame:
+    """The fit of `fit_per_call` as a one-column table: the fixed cost ``c`` of one batched call and
+    the cost ``a`` of one more account (µs), and the break-even size ``c / a`` (accounts)."""
+    return pd.DataFrame({"this run": {"fixed cost of one call, c (µs)": f"{1e6 * per_call['call_seconds']:,.0f}",
+                                      "cost of one more account, a (µs)": f"{1e6 * per_call['account_seconds']:.2f}",
+                                      "break-even size c / a (accounts)": f"{per_call['break_even_accounts']:,.0f}"}})
 
 
 def sweep_method(records: list[dict], seconds: float):
@@ -140,22 +131,17 @@ def same_accounts_reading(rate: pd.Series) -> dict:
             "vmap low": float(vmap.min()), "vmap high": float(vmap.max())}
 
 
-def same_accounts_text(rate: pd.Series):
-    """What 6.4's table means, in three bullets (`same_accounts_reading`): the batched env against
-    the subprocess VecEnv at the same accounts, what more accounts per call buy the batched env
-    against its own rate, and the vmap env against the batched env. Returns Markdown."""
+def batching_table(rate: pd.Series) -> pd.DataFrame:
+    """6.4's reading of ``rate`` as a one-column table (`same_accounts_reading`): the batched env ÷ the
+    subprocess VecEnv at each shared size, the call of the largest batched size ÷ the call of the
+    smallest shared one, the env-steps/s at the largest ÷ at the smallest, and the vmap env ÷ the
+    batched env over the sizes both ran. Each row names its baseline."""
     r = same_accounts_reading(rate)
-    counts = " and ".join(f"{n:,}" for n in r["same"])
-    ratios = " and ".join(f"{v:.1f}×" for v in r["same"].values())
-    return _markdown("\n".join([
-        f"* **Same accounts:** at {counts} accounts, the batched env ran {ratios} the env-steps/s of the "
-        "subprocess VecEnv.",
-        f"* **What batching buys:** a call with {r['large']:,} accounts took {r['call ratio']:.0f}× as long as a "
-        f"call with {r['small']:,}, so the batched env's env-steps/s rose to {r['gain']:,.0f}× its own rate at "
-        f"{r['small']:,} accounts.",
-        f"* **vmap** computes the same accounts (6.2) at {_range(r['vmap low'], r['vmap high'])}× the env-steps/s of "
-        "the batched env over these sizes; its appeal is that you write and test the one-account step only.",
-    ]))
+    rows = {f"{n:,} accounts: batched env ÷ subprocess VecEnv": f"{v:.1f}×" for n, v in r["same"].items()}
+    rows[f"one call of {r['large']:,} accounts ÷ one call of {r['small']:,}"] = f"{r['call ratio']:.0f}×"
+    rows[f"batched env at {r['large']:,} accounts ÷ at {r['small']:,} (env-steps/s)"] = f"{r['gain']:,.0f}×"
+    rows["vmap env ÷ batched env (env-steps/s), over the sizes both ran"] = f"{_range(r['vmap low'], r['vmap high'])}×"
+    return pd.DataFrame({"this run": rows})
 
 
 # --- 6.5: several processes, each with a batched env -----------------------------------------------
@@ -242,24 +228,20 @@ def rounds_reading(rounds: pd.DataFrame) -> dict:
             "cores": rounds.attrs["cores"], "threads low": float(threads.min()), "threads high": float(threads.max())}
 
 
-def rounds_text(rounds: pd.DataFrame, fast: bool = False):
-    """This run's answer of 6.5 (`rounds_reading`): the range of the rounds' ratios against the
-    faster single-process setup, the verdict, and what a second thread did to one process; with
-    ``fast`` or a loaded machine (`not_deciding`), that the rounds are mechanics and 6.7 answers from
-    the committed record. Returns Markdown."""
+def rounds_table(rounds: pd.DataFrame):
+    """This run's rounds of `process_rounds` as a styled table, one row per round: two processes ÷ the
+    faster single-process setup (`RATIO`), one process on every core's thread ÷ on one thread, and
+    the load average at the round's end; the caption holds the verdict of `rounds_reading` (margin
+    `SPEED_TIE_MARGIN`) and the cores."""
     r = rounds_reading(rounds)
-    near = near_boundary_words(r["low"], r["high"])
-    text = (f"Round by round, two processes of {r['num_envs']:,} accounts ran {_range(r['low'], r['high'])}× the "
-            f"env-steps/s of the faster single-process setup with the same {2 * r['num_envs']:,} accounts"
-            + (f"; {near}" if near else "") + f": {speed_verdict_words(r['verdict'])}.")
-    if r["cores"] > 1:
-        text += (f" One process on {r['cores']} threads ran {_share(r['threads low'])}–{_share(r['threads high'])}× "
-                 "the env-steps/s of the same process on 1 thread.")
-    why = not_deciding(rounds, fast)
-    if why:
-        text += (f" These rounds {why}: they show the mechanics of the verdict, not a finding. 6.7 answers from the "
-                 "committed record.")
-    return _markdown(text)
+    a = rounds.attrs
+    table = pd.DataFrame({RATIO: rounds[RATIO].astype(float),
+                          f"1 process: {a['cores']} threads ÷ 1 thread": rounds[a["one_all"]] / rounds[a["one"]],
+                          "load average": rounds["load average"]})
+    table.index = pd.Index(range(1, len(table) + 1), name="round")
+    return (table.style.format({RATIO: "{:.2f}×", table.columns[1]: "{:.2f}×", "load average": "{:.2f}"})
+            .set_caption(f"{2 * r['num_envs']:,} accounts in all, {r['cores']} cores; verdict over the rounds "
+                         f"(±{100 * SPEED_TIE_MARGIN:g} % tie margin): {r['verdict']}"))
 
 
 def not_deciding(rounds: pd.DataFrame, fast: bool = False) -> str:
@@ -301,26 +283,6 @@ def committed_reading(quiet: list[dict], loaded: list[dict]) -> dict:
             "accounts": accounts, "per process": per_process, "best": best,
             "best gain": steps.loc[best, "median"] / steps.loc["vec 2", "median"], "cores": int(first["cpu_count"]),
             "date": first["date"][:10], "own cores": bool(pair["load max"] <= first["cpu_count"])}
-
-
-def committed_text(committed: dict, rate: pd.Series):
-    """The committed record's two comparisons (`committed_reading`) beside this run's ``rate``, in
-    three bullets: 2 accounts, two processes against one, and what batching buys. Returns Markdown."""
-    c, pair = committed, committed["two processes"]
-    return _markdown("\n".join([
-        f"* **2 accounts:** the batched env ran {c['two accounts']['speed-up']:.1f}× the env-steps/s of the "
-        f"subprocess VecEnv with 2 processes in the record, and {rate['vec'][2] / rate['subproc'][2]:.1f}× of it in "
-        "this run (6.4). The load, and perhaps the machine, differ: compare a ratio only within its own run.",
-        f"* **{c['accounts']:,} accounts:** two processes of {c['per process']:,} ran {pair['speed-up']:.2f}× the "
-        f"env-steps/s of one process with all {c['accounts']:,} accounts on one thread"
-        + (f" (each process had a core of its own: the load stayed within the {c['cores']} cores)" if c["own cores"]
-           else "")
-        + (". The record holds a single run of the one process, so this is one ratio, not a verdict."
-           if pair["verdict"] == "one ratio" else
-           f"; round by round {_range(pair['rounds min'], pair['rounds max'])}×: {pair['verdict']}."),
-        f"* **Batching, not processes:** the record's best batched env ({c['best']}) ran {c['best gain']:,.0f}× "
-        "the env-steps/s of the same env at 2 accounts.",
-    ]))
 
 
 def rounds_method(rounds: pd.DataFrame, committed: dict):
@@ -410,38 +372,6 @@ def call_grows(per_call: pd.Series) -> bool:
     return bool(per_call.iloc[-1] >= 2 * per_call.iloc[0])
 
 
-def gpu_text(gpu: dict, per_call: dict):
-    """Each curve's own shape (`gpu_reading`), never one curve against another: the seconds of one call
-    of ElegantRL's env on the H200 at each measured size, whether they grow with the accounts, the fit of
-    6.1 through them with how far the points lie off its line, its break-even size beside ours on this
-    CPU (``per_call``, 6.3), and the fixed cost of the rule-free env's call eager and as a CUDA graph.
-    Returns Markdown."""
-    fit, free, calls = gpu["elegant fit"], gpu["rule-free fits"], gpu["elegant per call"]
-    small, large = int(calls.index[0]), int(calls.index[-1])
-    times = [f"{1e3 * t:.1f} ms at {int(n):,}" for n, t in calls.items()]
-    times = ", ".join(times[:-1]) + f" and {times[-1]}"
-    shape = (f"From {small:,} to {large:,} accounts the time of a call grows with the accounts."
-             if call_grows(calls) else
-             f"From {small:,} to {large:,} accounts the time of a call does not grow with the accounts: it stays between "
-             f"{1e3 * calls.min():.1f} and {1e3 * calls.max():.1f} ms. The fixed cost of a call dominates over the whole "
-             "range measured.")
-    per_account_total = fit["account_seconds"] * large
-    rough = (f" The points lie up to {1e3 * gpu['elegant off the line']:.1f} ms off that line, more than its "
-             f"per-account part adds at {large:,} accounts ({1e3 * per_account_total:.1f} ms), so they fix the "
-             "per-account cost only roughly." if gpu["elegant off the line"] > per_account_total else
-             f" The points lie at most {1e3 * gpu['elegant off the line']:.1f} ms off that line.")
-    beyond = ("; that lies beyond the largest size measured, so it is the line's extrapolation"
-              if fit["break_even_accounts"] > large else "")
-    return _markdown(
-        f"On the H200, one call of ElegantRL's `StockTradingVecEnv` took {times} accounts. {shape} A straight "
-        f"line through these times (the fit of 6.1) gives about {1e3 * fit['call_seconds']:.1f} ms fixed and "
-        f"{1e9 * fit['account_seconds']:.0f} ns per account.{rough} The line puts the size at which the two parts "
-        f"are equal at about {fit['break_even_accounts']:,.0f} accounts{beyond}. Ours, on this CPU in this run (6.3), "
-        f"breaks even at about {per_call['break_even_accounts']:,.0f} accounts. The rule-free env's call costs "
-        f"{1e3 * free[False]['call_seconds']:.2f} ms fixed eager, and {1e3 * free[True]['call_seconds']:.2f} ms "
-        "as one CUDA graph.")
-
-
 def gpu_method(gpu: dict):
     """Where the H200 figures come from, folded away: the record's name and its ``meta`` line
     (what was measured, the device, the date, the method). Returns Markdown (a MyST dropdown)."""
@@ -486,54 +416,6 @@ def answer(rate: pd.Series, rounds: pd.DataFrame, committed: dict, per_call: dic
             "paid": paid, "projected": (c + 2 * n * a) / (c + n * a), "per call": per_call}
 
 
-def answer_text(result: dict):
-    """The chapter's answer (`answer`) to its two questions, and what it says of a GPU: measured on
-    this CPU, then the projection, labelled as one. Where this run's rounds may not answer (fast mode
-    or a loaded machine), the second answer rests on the quiet committed record and the rounds are
-    named as this run's mechanics. Returns Markdown."""
-    run, c = result["rounds"], result["committed"]
-    n = run["num_envs"]
-    cores = f"{c['cores']}" if run["cores"] == c["cores"] else f"{run['cores']} and {c['cores']}"
-    pair, loaded = c["two processes"], c["loaded"]
-    paid = result["paid"]
-    if paid:
-        measured = (f"Of these measurements on {cores} cores, only {' and '.join(paid)} "
-                    f"{'shows' if len(paid) == 1 else 'show'} a second batched process paying.")
-    else:
-        measured = (f"So none of these measurements on {cores} cores shows a second batched process paying"
-                    + (", not even the one where each process had a core of its own." if c["own cores"] else "."))
-    record = (f"In the committed record of a quiet machine, two processes of {c['per process']:,} accounts ran "
-              f"{pair['speed-up']:.2f}× the env-steps/s of one process with all {c['accounts']:,} accounts on one "
-              f"thread (the only single-process setup it holds), and under heavy load {loaded['speed-up']:.2f}× of "
-              "the same baseline"
-              + ("; each is one ratio against a single run, so neither is a verdict. "
-                 if pair["verdict"] == loaded["verdict"] == "one ratio" else
-                 f" (verdicts from their rounds: {pair['verdict']}, {loaded['verdict']}). "))
-    live = (f"In this run, two processes of {n:,} accounts ran {_range(run['low'], run['high'])}× the env-steps/s of "
-            f"the faster single process with all {2 * n:,} accounts, round by round")
-    if result["live"]:
-        second = f"{live}: {speed_verdict_words(run['verdict'])}. {record}{measured}"
-    else:
-        second = (f"The committed record answers it, because this run's rounds {result['why not']}. {record}"
-                  f"{measured} On the committed record the answer is {result['committed answer']}. {live}; "
-                  "they show how the rounds are read, not the answer.")
-    return _markdown("\n".join([
-        "**The answer, on this CPU (measured):**\n",
-        f"* *Is the multi-process VecEnv obsolete?* For an env written as tensor operations, yes: at the same "
-        f"{result['accounts']:,} accounts the batched env already ran {result['same']:.1f}× the env-steps/s of the "
-        f"subprocess VecEnv, and one call of {result['large']:,} accounts took only {result['call ratio']:.0f}× as "
-        f"long as a call of {result['accounts']:,} (6.4). The multi-process VecEnv remains the tool for envs that "
-        "cannot be batched.",
-        f"* *Should several processes each run a batched env?* {second}",
-        f"* **Projection, not measurement:** the call cost fitted in 6.3, $t(n) = c + a \\cdot n$, with a free core "
-        f"for each process and nothing else shared, gives two processes of {n:,} accounts {result['projected']:.2f}× "
-        f"the env-steps/s of one process with {2 * n:,}. What the processes share beyond the cores (memory "
-        "bandwidth, caches, other jobs) is what the model leaves out.",
-        "* *On a GPU?* Not measured for this package's env; the H200 measurements of other envs (6.6) and the "
-        "projection there say where the answer would move.",
-    ]))
-
-
 def box_contents(result: dict, gpu: dict) -> dict:
     """The keyword arguments of `finrl_tutorial.book.measured_box` for chapter 6, from `answer` and
     `gpu_reading`: this run's ratios, each naming its baseline, the committed ones with their
@@ -548,6 +430,8 @@ def box_contents(result: dict, gpu: dict) -> dict:
                 f"rounds {_range(run['low'], run['high'])}×"
                 + (f": {run['verdict']}" if result.get("live", True) else ", not the answer (6.7)"),
             "fixed cost of one batched call": f"{1e6 * result['per call']['call_seconds']:,.0f} µs",
+            f"projection (6.1's model, a free core each): 2 processes × {n:,} ÷ 1 process × {2 * n:,}":
+                f"{result['projected']:.2f}×",
         },
         "committed": {
             f"{SCALE_RECORD} ({c['date']}), 2 accounts: batched env ÷ subprocess VecEnv":

@@ -1,10 +1,10 @@
-"""Chapter 8's readings: benchmark records turned into the tables, sentences and figures of the page.
+"""Chapter 8's readings: benchmark records turned into the tables, figures and readings of the page.
 
 Every function reads committed records (the dicts of a ``bench`` JSON-lines file, a ``report.json``,
-or the chapter's live `run_experiment` report) and returns a table (a DataFrame), sentences (an
-IPython ``Markdown``), a collapsed "How this was measured" block (`MethodNote`) or draws on the
-matplotlib Axes (or Figure) it is given: the chapter shows the one library call and the result.
-Numbers in every sentence are computed here from the records; the general readings stay in
+or the chapter's live `run_experiment` report) and returns a table (a DataFrame), a reading (a dict
+or a number that the chapter's hidden cells check its Markdown against), a collapsed "How this was
+measured" block (`MethodNote`) or draws on the matplotlib Axes (or Figure) it is given: the chapter
+shows the one library call and the result. The general readings stay in
 `finrl_tutorial.book.report` and `finrl_tutorial.book.scale`, which this module calls.
 """
 from __future__ import annotations
@@ -16,10 +16,10 @@ import pandas as pd
 
 from ..metrics import TIE_MARGIN, stored_verdict, verdict_reason
 from . import folded
-from .folded import MethodNote, markdown as _markdown
-from .report import code_spans, gpu_summary, peer_summary, peer_target_lines, provenance, rollout_share_table
+from .folded import MethodNote
+from .report import code_spans, peer_summary, provenance, rollout_share_table
 from .scale import (SCALE_RECORD, SPEED_TIE_MARGIN, fit_cost_model, measured_points, peer_comparisons,
-                    phase_table, plot_projection, project, speed_verdict_words)
+                    phase_table, plot_projection, project)
 from .teaching import reader_command
 
 #: The records chapter 8 reads, with the section that reads each (the full-size report is found by
@@ -93,27 +93,6 @@ def sources_table(names: Mapping[str, str] = CHAPTER_RECORDS) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-def device_words(table: pd.DataFrame) -> object:
-    """Which figures are CPU figures and which GPU figures, from `sources_table`: a Markdown sentence
-    naming the sections of each (8.6 is measured live, on the machine that runs the page)."""
-    def sections(part: pd.DataFrame) -> str:
-        return ", ".join(sorted({number for section in part["section"] for number in re.findall(r"\d+\.\d+", section)},
-                                key=lambda n: tuple(map(int, n.split(".")))))
-
-    gpu = table[table["device"].str.startswith("GPU")]
-    cpu = table.drop(gpu.index)
-    cores = sorted({d.split(": ")[1].split(" cores")[0] for d in cpu["device"]})
-    text = (f"**CPU figures:** every record read in {sections(cpu)} was measured on a CPU "
-            f"({' or '.join(cores)} cores) with no GPU. ")
-    if len(gpu):
-        devices = ", ".join(sorted({d.split(": ", 1)[1] for d in gpu["device"]}))
-        text += (f"**GPU figures:** only those of {sections(gpu)}, measured on one {devices}, and they are of another "
-                 "program (ElegantRL's env), not of this package's env or trainer. ")
-    else:
-        text += "**GPU figures:** none; no record of this chapter was measured on a GPU. "
-    return _markdown(text + "8.6 trains live, on the machine that runs this page.")
-
-
 def commands_note(names: Iterable[str]) -> MethodNote:
     """The commands that wrote each committed record file of ``names`` (e.g. `sources_table`'s index), as
     a reader runs them (`reader_command`: a temporary output folder shown under ``runs/``), in a collapsed
@@ -165,40 +144,11 @@ def quiet_two_accounts(scale_records: Iterable[dict]) -> float:
     return float(table.loc["vec 2", "speed-up"])
 
 
-ENV_NAMES = {"vec": "the batched env", "vmap": "the vmap env", "subproc": "the subprocess VecEnv",
-             "single": "the single env"}
-
-
 def call_seconds(env: pd.DataFrame, kind: str = "vec") -> pd.Series:
     """Seconds of one step call of the env ``kind`` at each number of accounts of a ``bench env`` frame:
     accounts ÷ env-steps/s."""
     part = env[env["env"] == kind].set_index("num_envs")["env_steps_per_s"].sort_index()
     return pd.Series(part.index.to_numpy() / part.to_numpy(), index=part.index)
-
-
-def env_words(env: pd.DataFrame, scale_records: Iterable[dict]) -> object:
-    """What 8.2's records say, as Markdown: the fastest env, the batched env's call at its two smallest
-    sizes (`call_seconds`, from the table's ``vec`` column), the batched env against the subprocess VecEnv
-    at the same accounts (`batched_vs_subprocess`), and the same pair at 2 accounts in the scale record
-    (another run)."""
-    best = env.loc[env["env_steps_per_s"].idxmax()]
-    pair = batched_vs_subprocess(env)
-    ratio = pair["batched ÷ subprocess"]
-    same = (f"{ratio.iloc[0]:.1f}×" if len(ratio) == 1 else f"{ratio.min():.1f}× to {ratio.max():.1f}×")
-    rates = env[env["env"] == "vec"].set_index("num_envs")["env_steps_per_s"].sort_index()
-    calls = call_seconds(env)
-    small, next_size = int(calls.index[0]), int(calls.index[1])
-    return _markdown(
-        f"* The fastest: {ENV_NAMES.get(best['env'], best['env'])} (`{best['env']}`) with "
-        f"{int(best['num_envs']):,} accounts, {best['env_steps_per_s']:,.0f} env-steps/s.\n"
-        f"* One call of the batched env (the table's `vec` column): {rates[small]:,.0f} env-steps/s with {small} "
-        f"account{'' if small == 1 else 's'} and {rates[next_size]:,.0f} with {next_size}, so a call took "
-        f"{1e3 * calls[small]:.2f} ms and {1e3 * calls[next_size]:.2f} ms: {calls[next_size] / calls[small]:.2f}× "
-        f"as long for {next_size} accounts as for {small}.\n"
-        f"* At the same number of accounts ({', '.join(map(str, pair.index))}), the batched env ran {same} the "
-        "env-steps/s of the subprocess VecEnv.\n"
-        f"* Another run, 8.4's record, at 2 accounts: the batched env ran {quiet_two_accounts(scale_records):.1f}× "
-        "the env-steps/s of the subprocess VecEnv.")
 
 
 def env_note(env_records: Sequence[dict], scale_records: Sequence[dict]) -> MethodNote:
@@ -271,25 +221,6 @@ def loop_rows_predate(train: pd.DataFrame, loop: pd.DataFrame) -> bool:
     return bool(len(left_out)) and pd.to_datetime(loop["date"]).max() < pd.to_datetime(left_out["date"]).min()
 
 
-def loop_cost_words(scale_records: Iterable[dict], loop: pd.DataFrame, train: pd.DataFrame | None = None) -> object:
-    """8.3's reading as Markdown: where PPO's iteration goes at the largest size the scale record
-    measured the three rates together, and the update's share in ``bench train``'s rows; with
-    ``train`` (all ``bench train`` rows), which of the two records times the current network."""
-    reading = loop_cost_reading(scale_records)
-    shares = update_shares(loop)
-    old = train is not None and loop_rows_predate(train, loop)
-    rows = ("* The `bench train` rows of 8.3's first table predate the latest change to the stockwise network. "
-            f"The rows of `{SCALE_RECORD}` (the table just above) time the current one. The older rows agree on the "
-            "shape: at " if old else "* The `bench train` rows (another day, read for their shape) agree: at ")
-    bottleneck = ("the networks, not the market simulation, are the bottleneck once the env is batched"
-                  if reading["rollout_share"] < 0.5 else "the market simulation is still a large part of the time")
-    return _markdown(
-        f"* At {reading['largest']:,} envs PPO's update takes **{reading['update_share']:.0%}** of an iteration, "
-        f"and the rollout runs at {reading['rollout_share']:.0%} of the bare env's rate: {bottleneck}.\n"
-        f"{rows}{int(loop['num_envs'].max()):,} envs the update takes " + " and ".join(f"{share:.0%} of {algo.upper()}'s iteration"
-                                           for algo, share in shares.items()) + ".")
-
-
 def loop_note(train: pd.DataFrame, loop: pd.DataFrame, scale_records: Sequence[dict]) -> MethodNote:
     """8.3's method: which ``bench train`` rows are read and which left out (and why), and the load of
     the scale record's rows."""
@@ -340,23 +271,6 @@ def loop_vs_trainer(scale_records: Sequence[dict], num_envs: int = 64) -> dict:
             "trainer rollout": trainer["samples_per_iteration"] / rollout,
             "trainer phases": trainer["samples_per_iteration"] / sum(phases.values()),
             "trainer loads": [run["loadavg"][0] for run in trainer["runs"]], "repeats": int(trainer["repeats"])}
-
-
-def loop_vs_trainer_words(scale_records: Sequence[dict], num_envs: int = 64) -> object:
-    """Why 8.3's loop and 8.4's in-process trainer at the same envs give different rates from the same
-    record (`loop_vs_trainer`): two measurements, one phase-timed run and the median of the trainer's
-    rounds. Returns Markdown."""
-    r = loop_vs_trainer(scale_records, num_envs)
-    return _markdown(
-        f"8.3's row at {r['num_envs']:,} envs and the in-process trainer ({r['num_envs']:,} envs) here are the same "
-        f"configuration, measured twice in `{SCALE_RECORD}`. 8.3's is one run that times the rollout and the update "
-        f"only: {r['loop']:,.0f} samples/s, rollout {r['loop rollout']:,.0f} env-steps/s. The trainer's is the median "
-        f"of {r['repeats']} rounds of its whole iterations: {r['trainer']:,.0f} samples/s (rounds "
-        f"{min(r['trainer rounds']):,.0f}–{max(r['trainer rounds']):,.0f}). Its rollout took "
-        f"{r['trainer rollout seconds']:.3f} s per {r['samples']:,} samples ({r['trainer rollout']:,.0f} env-steps/s). "
-        f"Timing the phases only does not explain the gap: the trainer's phases alone give "
-        f"{r['trainer phases']:,.0f} samples/s. They are different runs, and runs on this machine vary: compare a "
-        "rate only with the others of its own table.")
 
 
 # --- 8.4 scale-out layouts --------------------------------------------------------------------------
@@ -412,35 +326,6 @@ def scale_table(scale: pd.DataFrame, scale_records: Iterable[dict]) -> pd.DataFr
                        else SHORT_VERDICTS.get(row["verdict"], row["verdict"]),
                        "optimiser steps × minibatch": f"{steps} × {size:,}"}
     return pd.DataFrame.from_dict(rows, orient="index")
-
-
-def scale_words(scale: pd.DataFrame, scale_records: Iterable[dict]) -> object:
-    """8.4's reading as Markdown: the configurations grouped by their verdict against the fastest
-    in-process trainer (faster, a tie, inconclusive, slower), each speed-up with its baseline named, and
-    the different update of any layout that steps on larger minibatches."""
-    records = list(scale_records)
-    base = scale["baseline"].iloc[0]
-    others = scale.drop(index=base)
-    margin = float(scale["margin"].iloc[0])
-    groups = {"faster": "**Faster in every round**", "tie": f"**A tie** (every round within ±{100 * margin:g} %)",
-              "inconclusive": f"**Inconclusive** (rounds on both sides of 1, reaching past the ±{100 * margin:g} % "
-                              "tie margin)", "slower": "**Slower in every round**"}
-    lines = [f"Against the baseline, the **{base}** (the fastest single-process configuration):"]
-    for verdict, heading in groups.items():
-        part = others[others["verdict"] == verdict]
-        if len(part):
-            lines.append(f"* {heading}: " + "; ".join(
-                f"{label}, {row['speed-up']:.2f}× its samples/s"
-                + (" (not like with like: another update, below)" if other_update(scale, records, label) else "")
-                for label, row in part.iterrows()) + ".")
-    ties = others[others["verdict"] == "tie"]
-    if ties.empty:
-        lines.append(f"* No configuration ties with it: no one's rounds all lie within ±{100 * margin:g} %.")
-    for label in others.index:
-        different = other_update(scale, records, label)
-        if different:
-            lines.append(f"* {label} does not run the same update: {different}.")
-    return _markdown("\n".join(lines))
 
 
 def scale_note(scale: pd.DataFrame, scale_records: Sequence[dict]) -> MethodNote:
@@ -541,28 +426,6 @@ def graph_replay_checks(gpu: pd.DataFrame) -> dict:
     return dict(zip(checks["file"], checks["ok"].astype(bool)))
 
 
-def gpu_words(anchors: Sequence[dict], gpu: pd.DataFrame) -> object:
-    """8.5's reading as Markdown: the cited H200 measurement of ElegantRL's env with its date, device,
-    commit and method, and what this package has measured on a GPU (nothing, or its records' figures;
-    a ratio to the cited figure only where a record ran on the same GPU)."""
-    cited = anchor(anchors)
-    lines = [f"* **Cited, measured on a GPU:** ElegantRL's `StockTradingVecEnv`, {cited['num_envs']:,} envs × "
-             f"{cited['stocks']} stocks, ran **{cited['env_steps_per_s']:,.0f} env-steps/s** on one {cited['gpu']} "
-             f"({cited['date']}, ElegantRL commit `{cited['commit']}`; method: {code_spans(cited['method'])})."]
-    if gpu.empty:
-        lines.append("* **This package's env and trainer: no GPU measurement.** Every figure of this package in "
-                     "this chapter is a CPU figure, so no ratio to the GPU figure above is stated.")
-        return _markdown("\n".join(lines))
-    devices = set(gpu["gpu"].dropna()) if "gpu" in gpu else set()
-    if any(device in cited["device"] for device in devices):  # the same GPU: a ratio is like with like
-        lines += [f"* This package, on the same GPU: {line}" for line in gpu_summary(gpu, cited["env_steps_per_s"])]
-    else:
-        sweep = gpu[(gpu["bench"] == "env") & gpu["env_steps_per_s"].notna()]
-        lines.append(f"* This package's env on {', '.join(sorted(devices)) or 'a GPU'} (another device than the "
-                     f"cited figure, so no ratio): best {sweep['env_steps_per_s'].max():,.0f} env-steps/s.")
-    return _markdown("\n".join(lines))
-
-
 def plot_gpu_throughput(anchors: Sequence[dict], gpu: pd.DataFrame, ax) -> None:
     """GPU measurements only, on ``ax``: the H200 curves of the anchors record at 15 stocks (dashed:
     other programs) and this package's GPU records where there are any (solid)."""
@@ -651,33 +514,27 @@ def _seed_sharpes(report: dict) -> list[float]:
     return [row["sharpe_ratio"] for row in (rows.values() if isinstance(rows, dict) else rows)]
 
 
-def _versus_line(report: dict, margin: float | None = None, bold: bool = True) -> str:
-    """The bootstrap verdict against buy-and-hold, recomputed from the stored interval (`stored_verdict`)."""
-    versus = report["sharpe_vs_buy_and_hold"]
-    margin = versus.get("margin", TIE_MARGIN) if margin is None else margin
-    verdict = stored_verdict(versus, margin)
-    reason = verdict_reason(verdict, margin, versus["low"], versus["high"])
-    return (f"Sharpe difference {versus['difference']:+.2f}, 95 % paired block-bootstrap interval "
-            f"[{versus['low']:+.2f}, {versus['high']:+.2f}]: " + (f"**{verdict}**" if bold else verdict) + f" ({reason})")
-
-
-def seed_words(report: dict, fast: bool = False) -> object:
-    """8.6's reading of a multi-seed report as Markdown: the agent's test Sharpe against buy-and-hold with
-    the standard error of the mean over seeds, and the bootstrap verdict (which also counts the luck of
-    the test days; in bold unless ``fast``: a fast-mode run's verdict is no finding)."""
+def seed_table(report: dict):
+    """8.6's reading of a multi-seed report as a styled one-column table: the agent's test Sharpe (mean
+    ± std over seeds) and buy-and-hold's, their gap in standard errors of the mean over seeds (std ÷ √K),
+    and the bootstrap difference, interval and verdict (`stored_verdict`), which also count the luck of
+    the test days."""
     mean, std = report["agent"]["sharpe_ratio"], report["agent_std"]["sharpe_ratio"]
     hold = report["baselines"]["equal_weight_buy_and_hold"]["sharpe_ratio"]
     seeds = len(report["seeds"])
     error = std / seeds ** 0.5
-    gap = mean - hold
-    spread = (f"a gap of {gap:+.2f}, {abs(gap) / error:.1f} standard errors of the mean over seeds "
-              f"(standard error {error:.2f})" if error >= 0.01 else
-              f"a gap of {gap:+.2f}; the standard error of the mean over seeds is {error:.3f}: the seeds barely "
-              "differ (a short run leaves every seed's policy near where it started), so their spread is no "
-              "yardstick here: the bootstrap interval of the next line is")
-    return _markdown(
-        f"* Test Sharpe: agent {mean:.2f} ± {std:.2f} over {seeds} seeds, buy-and-hold {hold:.2f}: {spread}.\n"
-        f"* Against buy-and-hold, counting the luck of the test days too: {_versus_line(report, bold=not fast)}.")
+    versus = report["sharpe_vs_buy_and_hold"]
+    margin = versus.get("margin", TIE_MARGIN)
+    rows = {"agent test Sharpe, mean ± std over seeds": f"{mean:.2f} ± {std:.2f} ({seeds} seeds)",
+            "standard error of the mean over seeds (std ÷ √K)": f"{error:.3f}",
+            "equal-weight buy-and-hold, test Sharpe": f"{hold:.2f}",
+            "gap, agent − buy-and-hold": f"{mean - hold:+.2f}",
+            "gap in standard errors": f"{abs(mean - hold) / error:.1f}" if error >= 1e-3 else "(seeds barely differ)",
+            "bootstrap Sharpe difference, 95 % interval": f"{versus['difference']:+.2f} [{versus['low']:+.2f}, "
+                                                           f"{versus['high']:+.2f}]",
+            "verdict": stored_verdict(versus, margin),
+            "why": verdict_reason(stored_verdict(versus, margin), margin, versus["low"], versus["high"])}
+    return pd.DataFrame({"this run": rows}).style.set_caption("Live: test year, the agent against buy-and-hold")
 
 
 def untrained_reading(report: dict) -> dict:
@@ -695,33 +552,6 @@ def within_one_std(report: dict) -> dict:
             if abs(row["sharpe_ratio"] - agent) <= std}
 
 
-def full_run_words(report: dict) -> object:
-    """8.7's reading of a committed full-size ``report.json`` as Markdown: what was trained, the
-    bootstrap verdict against buy-and-hold, the seeds against the untrained agent, every baseline within
-    one seed-std of the agent (`within_one_std`) and the sign of the validation Sharpe."""
-    cfg = report["config"]
-    agent, std = report["agent"]["sharpe_ratio"], report["agent_std"]["sharpe_ratio"]
-    untrained = untrained_reading(report)
-    within = within_one_std(report)
-    lines = [f"* **Trained:** {cfg['algo'].upper()}, {len(report['seeds'])} seeds × {cfg['total_steps']:,} env-steps "
-             f"each; tested on {report['data']['test'][0]} .. {report['data']['test'][1]}.",
-             f"* **Against equal-weight buy-and-hold:** {_versus_line(report)}.",
-             f"* **Against the untrained agent** (the same network before any update, test Sharpe "
-             f"{untrained['untrained']:.2f}): {untrained['at_or_below']} of {len(untrained['seeds'])} seeds end at or "
-             f"below it, and the seeds' mean, {agent:.2f}, lies "
-             + ("below" if agent < untrained["untrained"] else "above") + " it."]
-    if within:
-        lines.append(f"* Within one seed-std of the agent's test Sharpe ({agent:.2f} ± {std:.2f}): "
-                     + ", ".join(f"{name} {value:.2f}" for name, value in within.items()) + ".")
-    valid = report.get("valid_sharpe_per_seed")
-    if valid:
-        values = list(valid.values()) if isinstance(valid, dict) else list(valid)
-        sign = ("negative for every seed" if max(values) < 0 else "positive for every seed" if min(values) > 0
-                else "of both signs across seeds")
-        lines.append(f"* Validation Sharpe, the year that chose each checkpoint: {sign}.")
-    return _markdown("\n".join(lines))
-
-
 def full_run_note(name: str, report: dict) -> MethodNote:
     """8.7's method: the record, its machine, its wall time and its command."""
     machine = report["machine"]
@@ -734,19 +564,6 @@ def full_run_note(name: str, report: dict) -> MethodNote:
 
 
 # --- 8.8 peers ------------------------------------------------------------------------------------------
-
-def peers_words(peer_records: Sequence[dict]) -> object:
-    """Where and with what the peers were measured, as Markdown: one run, its date, CPU cores and torch
-    threads, and the peers' installed versions."""
-    summary = peer_summary(peer_records)
-    first = peer_records[0]
-    versions = summary["versions"]
-    installed = ", ".join(f"{name} {versions.get(name) or 'not installed'}"
-                          for name in ("finrl", "elegantrl", "stable-baselines3"))
-    return _markdown(f"One run on {summary['date'][:10]}, on a CPU ({first['cpu_count']} cores, {first['threads']} "
-                     f"torch thread), {summary['stocks']} stock columns; the peers were imported from their installed "
-                     f"packages: {installed}.")
-
 
 def peers_note(peer_records: Sequence[dict], peers: pd.DataFrame) -> MethodNote:
     """8.8's method: the record, its data, command, every version, the spread of the timings and the
@@ -780,76 +597,9 @@ def peer_verdicts(peer_records: Iterable[dict], margin: float = SPEED_TIE_MARGIN
     return comparisons.assign(reading=comparisons.apply(peer_reading, axis=1, margin=margin))
 
 
-def peer_ratio_words(comparisons: pd.DataFrame, label: str, margin: float = SPEED_TIE_MARGIN,
-                     rounds: bool = True) -> str:
-    """One ratio of `peer_verdicts` in words: ``"3.68× (round by round 3.50×–3.86×: faster in every
-    round)"`` (``rounds=False``: ``"3.68× (faster in every round)"``, the table gives the rounds). A
-    ratio above 1 in every round whose median lies within the tie margin always shows its rounds, says
-    so and is not called faster."""
-    row = comparisons.loc[label]
-    span = f"round by round {times(row['round by round: min'])}–{times(row['max'])}"
-    reading = peer_reading(row, margin)
-    if reading != row["verdict"]:
-        return f"{times(row['ratio of medians'])} ({span}: {reading} of 1, so not called {row['verdict']})"
-    words = speed_verdict_words(row["verdict"], margin)
-    ratio = times(row["ratio of medians"])
-    return f"{ratio} ({span}: {words})" if rounds else f"{ratio} ({words})"
-
-
 def _listed(items: Sequence[str]) -> str:
     items = list(items)
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def _ratios_words(comparisons: pd.DataFrame, labels: Sequence[str],
-                  margin: float = SPEED_TIE_MARGIN) -> tuple[str, str]:
-    """(the ratios of ``labels`` listed, what their rounds say): one verdict for all where every one
-    reads the same and none is a within-the-margin case; else each ratio with its own words."""
-    rows = comparisons.loc[list(labels)]
-    readings = {peer_reading(row, margin) for _, row in rows.iterrows()}
-    if len(readings) == 1 and readings <= set(rows["verdict"]):
-        verdict = speed_verdict_words(rows["verdict"].iloc[0], margin)
-        return _listed([times(v) for v in rows["ratio of medians"]]), f"{verdict} at each count"
-    return _listed([peer_ratio_words(comparisons, label, margin, rounds=False) for label in labels]), ""
-
-
-def _accounts(label: str) -> str:
-    return label.split("(")[1].split(")")[0]
-
-
-def peer_notes(peer_records: Sequence[dict]) -> list[str]:
-    """`peer_target_lines` without the record's own goals (the ``*_vs_*`` targets): where ElegantRL ran,
-    where FinRL was imported from, the peers that were skipped."""
-    return [line for line in peer_target_lines(peer_records) if not line.startswith("* `") or "_vs_" not in line]
-
-
-def peer_words(peer_records: Sequence[dict], comparisons: pd.DataFrame) -> object:
-    """8.8's env ratios as Markdown, like with like: one account each, the same number of accounts batched,
-    and what batching adds within each library, each ratio with its baseline and its verdict (the rounds
-    are in the table), then `peer_notes`."""
-    same = comparisons[comparisons["compares"] == "same accounts"]
-    single = same[same["accounts"] == 1].index[0]
-    batched = same[same["accounts"] != 1]
-    ours = comparisons[comparisons["compares"] == "batching, ours"]
-    elegant = comparisons[comparisons["compares"] == "batching, ElegantRL"]
-    elegant_name = next(r["env"].rsplit(".", 1)[-1] for r in peer_records if r.get("measurement") == "elegantrl_env")
-    counts = _listed([f"{int(n):,}" for n in batched["accounts"]])
-    batched_ratios, batched_verdict = _ratios_words(comparisons, batched.index)
-    ours_ratios, ours_verdict = _ratios_words(comparisons, ours.index)
-    lines = [
-        f"* **One account each:** our single env ran {peer_ratio_words(comparisons, single, rounds=False)} the "
-        "env-steps/s of FinRL's `StockTradingEnv`.",
-        f"* **The same number of accounts, batched:** at {counts} accounts our batched env ran {batched_ratios} the "
-        f"env-steps/s of ElegantRL's {elegant_name} at the same count" + (f", {batched_verdict}" if batched_verdict
-                                                                          else "") + ".",
-        f"* **What batching adds, each library against itself:** our batched env ran {ours_ratios} the env-steps/s of "
-        f"our single env, at {_listed([_accounts(label) for label in ours.index])} accounts"
-        + (f" ({ours_verdict})" if ours_verdict else "") + f"; ElegantRL's {elegant_name} ran "
-        + _listed([times(v) for v in elegant["ratio of medians"]]) + " its own rate at 64 accounts, at "
-        + _listed([_accounts(label) for label in elegant.index]) + ". That is a change of layout, not of library, "
-        "so no ratio here sets one library's batched env against another's single one.",
-    ]
-    return _markdown("\n".join(lines + peer_notes(peer_records)))
 
 
 def plot_peers(peer_records: Sequence[dict], comparisons: pd.DataFrame, fig) -> None:
@@ -899,30 +649,6 @@ def plot_peers(peer_records: Sequence[dict], comparisons: pd.DataFrame, fig) -> 
 PPO_FORMATS = {"samples / iteration": "{:,.0f}", "minibatch": "{:,.0f}", "accounts": "{:,.0f}",
                "gradient steps / 1,000 samples": "{:,.1f}", "samples / s (median)": "{:,.0f}"}
 """How 8.8's table of PPO loops (`finrl_tutorial.book.scale.peer_ppo_layouts`) prints its columns."""
-
-
-def ppo_words(peer_records: Sequence[dict], comparisons: pd.DataFrame) -> object:
-    """8.8's PPO reading as Markdown: our loop's and SB3's samples/s on FinRL's env side by side (two whole
-    setups, so no ratio), the one like-with-like ratio (SB3 on our env ÷ SB3 on FinRL's, one account) and
-    our loop against itself at more accounts, each with its verdict and the tie margin."""
-    rates = {r["label"]: r["samples_per_s"] for r in peer_records if "samples_per_s" in r and "runs" in r}
-    ours = sorted((int(r["num_envs"]), r["label"]) for r in peer_records
-                  if r.get("measurement") == "our_ppo" and "runs" in r)
-    same_learner = comparisons[comparisons["compares"] == "same learner, one account"].index[0]
-    lines = [
-        f"* **Side by side, not a ratio:** our PPO made {rates[ours[0][1]]:,.0f} samples/s with {ours[0][0]:,} "
-        f"accounts; SB3's PPO on FinRL's env {rates['sb3_ppo_finrl_env']:,.0f} samples/s with one. Two whole setups "
-        "(accounts, network, minibatches), so no speed-up of one implementation over the other is stated.",
-        f"* **The same learner, one account:** SB3's PPO on our single env ran "
-        f"{peer_ratio_words(comparisons, same_learner)} the samples/s of SB3's PPO on FinRL's env: only the env "
-        "differs.",
-    ]
-    for label in comparisons[comparisons["compares"] == "batching, our PPO"].index:
-        lines.append(f"* **Our loop against itself:** with {_accounts(label)} accounts it ran "
-                     f"{peer_ratio_words(comparisons, label)} its samples/s with {label.split('(')[2].split(')')[0]}: "
-                     "more accounts per call change little, because the update (the same gradient steps per sample "
-                     "at every count) takes most of an iteration.")
-    return _markdown("\n".join(lines))
 
 
 # --- the chapter's box ------------------------------------------------------------------------------------

@@ -1,26 +1,26 @@
-"""Chapter 1's readings (``book/01_ashare_demo.ipynb``): the tables, sentences and figures the A-share
-demo shows, so that its visible code keeps to the library calls a reader reuses.
+"""Chapter 1's readings (``book/01_ashare_demo.ipynb``): the tables and figures the A-share demo
+shows, so that its visible code keeps to the library calls a reader reuses. The chapter writes its
+sentences as Markdown, each number checked against its record by a hidden cell.
 
 Each function reads what the chapter has in hand (a loaded market, the account's daily rows, a
 training result, a backtest table, the committed records ``main_job_5seeds_report.json`` and
-``bench_sweep.json``) and returns a sentence (an IPython ``Markdown``, or the text outside IPython),
-a DataFrame, a small dict, or draws on the matplotlib Axes or Figure passed in. None trains or
-measures anything itself.
+``bench_sweep.json``) and returns a DataFrame, a small dict, a one-line printout, the chapter's
+closing box or folded method block, or draws on the matplotlib Axes or Figure passed in. None trains
+or measures anything itself.
 """
 from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
-from .folded import MethodNote, how_measured as folded_note, markdown as _markdown
+from .folded import MethodNote, how_measured as folded_note
 
 __all__ = ["source_summary", "longest_stretch", "plot_suspensions", "plot_ex_day", "own_moves", "ex_day_sizing",
-           "sizing_table", "budget_table", "mark_learning_curve", "verdict_sentences", "with_extra_dividend",
-           "luck_and_training", "seeds_below_hold", "committed_verdict", "committed_table", "validation_curves",
-           "validation_reading", "distance_from_untrained", "distance_reading", "how_measured", "chapter_box"]
+           "sizing_table", "budget_table", "mark_learning_curve", "with_extra_dividend", "seeds_below_hold",
+           "committed_table", "validation_curves", "distance_from_untrained", "how_measured", "chapter_box"]
 
 
 # --------------------------------------------------------------------------- 1.1-1.3: data
@@ -252,28 +252,6 @@ def mark_learning_curve(fig, log: pd.DataFrame, hold_valid_sharpe: float) -> dic
 
 # --------------------------------------------------------------------------- 1.8: the backtest
 
-def verdict_sentences(versus: Mapping, hold_volatility: float, fast: bool = False):
-    """The interval of a Sharpe difference against buy-and-hold (``versus``: a
-    `finrl_tutorial.sharpe_difference_ci` result) in two sentences: the difference, its 95 % interval
-    and the verdict with its reason; then the tie margin in return at buy-and-hold's annual volatility
-    ``hold_volatility``. With ``fast`` (a small-budget run) the verdict is not set in bold and the
-    sentence says it is the loop's mechanics, not a finding. A Markdown."""
-    from ..metrics import verdict_reason
-
-    verdict, margin = versus["verdict"], versus["margin"]
-    reason = verdict_reason(verdict, margin, versus["low"], versus["high"])
-    interval = (f"Sharpe(agent) − Sharpe(buy-and-hold) = {versus['difference']:+.2f}, 95 % interval "
-                f"[{versus['low']:+.2f}, {versus['high']:+.2f}]")
-    if fast:  # a small-budget run: the rule's output, shown plainly, is the loop's mechanics
-        first = (f"{interval}. The rule returns \"{verdict}\" here, as {reason}. This run's budget is small "
-                 "(fast mode), so this is the loop's mechanics, not a verdict on the agent.")
-    else:
-        first = f"{interval}: **{verdict}**, as {reason}."
-    second = (f"The tie margin of ±{margin:.2f} Sharpe is ±{margin * hold_volatility:.1%} of annual return at "
-              f"buy-and-hold's volatility this year ({hold_volatility:.1%}).")
-    return _markdown(f"{first}\n\n{second}")
-
-
 def with_extra_dividend(market, day: int, dividend_yield: float):
     """``market`` (a `MarketData`) with a hypothetical cash dividend of ``dividend_yield`` times the
     previous close, paid by every stock on day index ``day``, on top of the detected ex-days' cash.
@@ -283,55 +261,12 @@ def with_extra_dividend(market, day: int, dividend_yield: float):
     return dataclasses.replace(market, dividend=dividend)
 
 
-def luck_and_training(randoms: Sequence, table: pd.DataFrame, report: Mapping, env_steps: int):
-    """Three bullets on how far luck and training move the test year: the random policy over the
-    seeds of ``randoms`` (one `EpisodeRecord` per seed, seeds 0, 1, ...) against buy-and-hold, with the fees of
-    ``table``'s random row (seed 0) as a multiple of buy-and-hold's; this run's agent (``env_steps``)
-    against its untrained network (rows of ``table``, a `BacktestResult.table`); and the committed
-    multi-seed ``report``'s trained seeds against its untrained network. A Markdown."""
-    returns = [float(r.wealth.iloc[-1] / r.wealth.iloc[0] - 1) for r in randoms]
-    hold, rand = table.loc["equal_weight_buy_and_hold"], table.loc["random"]
-    ahead = sum(r > hold["cumulative_return"] for r in returns)
-    agent, untrained = table.loc["agent", "sharpe_ratio"], table.loc["untrained_agent", "sharpe_ratio"]
-    seeds = [row["sharpe_ratio"] for row in report["agent_per_seed"].values()]
-    full_untrained = report["baselines"]["untrained_agent"]["sharpe_ratio"]
-    at_or_below = sum(sharpe <= full_untrained for sharpe in seeds)
-    lines = [
-        f"* **Random policy**, seeds 0-{len(randoms) - 1}: a test-split return of {min(returns):+.1%} .. "
-        f"{max(returns):+.1%}, {ahead} of {len(returns)} ahead of buy-and-hold. Seed 0 paid "
-        f"{rand['total_fees'] / hold['total_fees']:,.0f}× buy-and-hold's fees.",
-        f"* **This run's agent**, {env_steps:,} env-steps: test Sharpe {agent:.3f}, its untrained network "
-        f"{untrained:.3f}.",
-        f"* **Committed full-size run**, {len(seeds)} seeds: test Sharpe {min(seeds):.2f} .. {max(seeds):.2f}, "
-        f"the untrained network {full_untrained:.2f}. {at_or_below} of {len(seeds)} trained seeds sit at or "
-        f"below the untrained network; the best is {max(seeds) - full_untrained:+.4f} from it.",
-    ]
-    return _markdown("\n".join(lines))
-
-
 def seeds_below_hold(report: Mapping) -> tuple[int, int]:
     """How many of the committed ``report``'s seeds ended with a test Sharpe below equal-weight
     buy-and-hold's, and how many seeds there are: ``(below, seeds)``."""
     hold = report["baselines"]["equal_weight_buy_and_hold"]["sharpe_ratio"]
     seeds = [row["sharpe_ratio"] for row in report["agent_per_seed"].values()]
     return sum(sharpe < hold for sharpe in seeds), len(seeds)
-
-
-def committed_verdict(report: Mapping):
-    """The committed multi-seed ``report``'s interval against buy-and-hold in short sentences: the
-    mean Sharpe difference over its seeds, the 95 % interval and the verdict recomputed from the
-    bounds (`finrl_tutorial.metrics.stored_verdict`), with its reason; then how many seeds ended
-    below buy-and-hold (`seeds_below_hold`), which the interval (over the days) does not show. A
-    Markdown."""
-    from ..metrics import stored_verdict, verdict_reason
-
-    versus = report["sharpe_vs_buy_and_hold"]
-    verdict = stored_verdict(versus)
-    reason = verdict_reason(verdict, versus.get("margin"), versus["low"], versus["high"])
-    below, seeds = seeds_below_hold(report)
-    return _markdown(f"Over its {len(report['seeds'])} seeds, Sharpe(agent) − Sharpe(buy-and-hold) = "
-                     f"{versus['difference']:+.2f}, 95 % interval [{versus['low']:+.2f}, {versus['high']:+.2f}]: "
-                     f"**{verdict}**, as {reason}. {below} of the {seeds} seeds ended below buy-and-hold.")
 
 
 def committed_table(report: Mapping) -> pd.DataFrame:
@@ -360,26 +295,6 @@ def validation_curves(sweep: Mapping) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("seed")
 
 
-def validation_reading(sweep: Mapping, page_hold_valid: float):
-    """What `validation_curves` says, in two sentences: the seeds' mean validation Sharpe after one
-    update and at the end of the budget, how many seeds scored best right after the first update
-    and where each other seed scored best; then buy-and-hold's validation Sharpe in the sweep (measured on the sample as it was cleaned then)
-    beside this page's ``page_hold_valid``. A Markdown."""
-    curves = validation_curves(sweep)
-    runs = _base_runs(sweep)
-    first_steps = runs[0]["evaluations"][0]["env_steps"]
-    picked_first = int((curves["best at env-steps"] == first_steps).sum())
-    later = curves[curves["best at env-steps"] != first_steps]
-    others = "".join(f" Seed {seed} scored best at validation {row['best at validation']}."
-                     for seed, row in later.iterrows())
-    return _markdown(
-        f"Mean of {len(curves)} seeds: validation Sharpe {curves['first validation'].mean():.2f} after one update, "
-        f"{curves['last validation'].mean():.2f} after {sweep['total_steps']:,} env-steps. {picked_first} of "
-        f"{len(curves)} seeds scored best right after the first update.{others}\n\n"
-        f"Buy-and-hold's validation Sharpe: {runs[0]['buy_and_hold_valid_sharpe']:.2f} in the sweep, "
-        f"{page_hold_valid:.2f} on this page (1.2).")
-
-
 def distance_from_untrained(untrained, untrained_weights: pd.DataFrame, checkpoints: Mapping) -> pd.DataFrame:
     """How far checkpoints moved from the untrained network: ``checkpoints`` maps a name to
     ``(iteration, env_steps, agent, test-year weights)``. One row each: its iteration and env-steps,
@@ -392,36 +307,6 @@ def distance_from_untrained(untrained, untrained_weights: pd.DataFrame, checkpoi
                    "test-year portfolio held differently": portfolio_distance(weights, untrained_weights)}
             for name, (iteration, env_steps, agent, weights) in checkpoints.items()}
     return pd.DataFrame(rows).T
-
-
-def distance_reading(moved: pd.DataFrame, fast: bool = False, near: float = 0.05):
-    """What `distance_from_untrained`'s table ``moved`` (rows ``chosen checkpoint`` and ``last
-    checkpoint``) shows, in a few short sentences: how differently each portfolio is held from the
-    untrained network's, whether both stay near it (below ``near``), whether they are about equally
-    close (within a factor 1.5, or half a percentage point) or which moved further, and the
-    weights' distances. ``fast`` adds that a small-budget run shows the mechanics. A Markdown."""
-    chosen, last = moved.loc["chosen checkpoint"], moved.loc["last checkpoint"]
-    held_chosen = float(chosen["test-year portfolio held differently"])
-    held_last = float(last["test-year portfolio held differently"])
-    lines = [f"The chosen checkpoint holds {held_chosen:.1%} of wealth differently from the untrained network, "
-             f"on an average test day; the last checkpoint {held_last:.1%}."]
-    if max(held_chosen, held_last) < near:
-        lines.append("Both hold nearly the untrained network's portfolio.")
-    low, high = sorted((held_chosen, held_last))
-    if high - low <= 0.005 or high <= 1.5 * low:
-        lines.append("They are about equally close to it: training on to the end of the budget moved the "
-                     "portfolio no further.")
-    elif held_last > held_chosen:
-        lines.append("The last checkpoint moved further from it than the chosen one.")
-    else:
-        lines.append("The chosen checkpoint moved further from it than the last one.")
-    weights = "weights' distance from untrained"
-    lines.append(f"Their weights differ from the untrained ones by {float(chosen[weights]):.1%} "
-                 f"and {float(last[weights]):.1%}.")
-    if fast:
-        lines.append("This run's budget is small (fast mode), so this shows how to measure the distance, "
-                     "not a finding.")
-    return _markdown(" ".join(lines))
 
 
 def how_measured(report: Mapping, sweep: Mapping) -> MethodNote:
@@ -464,10 +349,10 @@ def chapter_box(env_steps: int, table: pd.DataFrame, versus: Mapping, missing: p
     (``table``, a `BacktestResult.table`, after ``env_steps``) and interval ``versus``, buy-and-hold's
     return, the return the missing dividends would add (``missing``: 2 % and 3 % yield), how far the
     chosen checkpoint's portfolio is from the untrained one (``moved``); and the committed five-seed
-    ``report`` and the sweep's validation curves, each naming its record. With ``fast`` (default:
-    `FAST`) this run's verdict is written as the rule's output, mechanics and not a finding."""
+    ``report`` and the sweep's validation curves, each naming its record. ``fast`` (default: `FAST`)
+    labels this run's rows as a small-budget run's, once, in the box."""
     from ..metrics import stored_verdict
-    from . import FAST, measured_box
+    from . import measured_box
 
     agent, hold = table.loc["agent"], table.loc["equal_weight_buy_and_hold"]
     untrained = table.loc["untrained_agent", "sharpe_ratio"]
@@ -475,13 +360,11 @@ def chapter_box(env_steps: int, table: pd.DataFrame, versus: Mapping, missing: p
 
     curves = validation_curves(sweep)
     sweep_hold = _base_runs(sweep)[0]["buy_and_hold_valid_sharpe"]
-    small = FAST if fast is None else fast
-    rule = (f"the rule returns {versus['verdict']} (mechanics, not a finding)" if small else versus["verdict"])
     this_run = {
         f"agent after {env_steps:,} env-steps: test Sharpe":
             f"{agent['sharpe_ratio']:.2f} (buy-and-hold {hold['sharpe_ratio']:.2f}, untrained {untrained:.2f})",
         "Sharpe vs buy-and-hold, 95 % interval":
-            f"{versus['difference']:+.2f} [{versus['low']:+.2f}, {versus['high']:+.2f}]: {rule}",
+            f"{versus['difference']:+.2f} [{versus['low']:+.2f}, {versus['high']:+.2f}]: {versus['verdict']}",
         "equal-weight buy-and-hold, test split, full costs, detected dividends only":
             f"{hold['cumulative_return']:+.1%}",
         "dividends the sample misses (2 % / 3 % yield)": f"{missing.iloc[0]:+.1%} / {missing.iloc[1]:+.1%} of return",

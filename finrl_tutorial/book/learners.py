@@ -1,17 +1,18 @@
 """Chapter 5's readings (multiple learners: DataParallel and DDP) of the ``bench scale`` records.
 
 The chapter shows the calls a reader reuses (`phase_table`, `speedups`, `fit_cost_model` of
-`finrl_tutorial.book.scale`); the functions here turn their results into the chapter's tables,
-figures and sentences:
+`finrl_tutorial.book.scale`) and states what the records say in its own Markdown; the functions
+here turn the records into the chapter's tables, figures and folded method blocks:
 
-* `ddp_labels`, `optimiser_steps`, `phase_seconds`, `plot_phases`, `ddp_reading`,
-  `measurement_note` — section 5.5: where a DDP iteration's time goes, what two ranks bought
-  against the fastest in-process trainer, and how the record was measured (a collapsed block);
-* `check_table`, `faster_device`, `plot_ddp_projection`, `projection_reading` — section 5.6: the
-  cost model for ranks and its projection, marked as one;
-* `loaded_reading`, `committed_rows` — section 5.7 and the chapter's measured box.
+* `ddp_labels`, `optimiser_steps`, `phase_seconds`, `plot_phases`, `measurement_note` — section
+  5.5: where a DDP iteration's time goes, the optimiser steps behind each configuration, and how the
+  record was measured (a collapsed block);
+* `check_table`, `faster_device`, `plot_ddp_projection` — section 5.6: the cost model for ranks,
+  its projection and the faster-device what-if;
+* `committed_rows` — the chapter's measured box;
+* `plot_rank0_validation`, `plot_entropy_change` — section 5.3: rank 0's log.
 
-Every number in a sentence is computed from the records passed in; nothing here measures.
+Every number is computed from the records passed in; nothing here measures.
 """
 from __future__ import annotations
 
@@ -23,11 +24,11 @@ import pandas as pd
 from ..agents import make_config
 from ..bench.scale import PHASES, scale_label
 from ..errors import InputError
-from .folded import MethodNote, how_measured, markdown as _markdown
+from .folded import MethodNote, how_measured
 from .teaching import reader_command
 from .workers import load_range, run_loads
-from .scale import (BASELINE_LAYOUT, CostModel, measured_points, phase_table, plot_projection, project,
-                    same_work_seconds, speed_verdict_reason, speedup_text, speedups)
+from .scale import (CostModel, measured_points, phase_table, plot_projection, same_work_seconds, speedup_text,
+                    speedups)
 
 LAYOUTS = ("trainer", "ddp")
 """The layouts chapter 5 reads from a ``bench scale`` record: the in-process trainer and DDP."""
@@ -45,12 +46,6 @@ def _phrase(baseline: str) -> str:
     if baseline.startswith(prefix):
         return "the fastest " + baseline
     return f"the {baseline}"
-
-
-def _verdict(verdict: str) -> str:
-    """A verdict of `speed_verdict` in a few words, for a sentence that has no room for the rule."""
-    return {"tie": "a tie in every round", "inconclusive": "inconclusive (the rounds do not all lie on one side of 1)",
-            "baseline": "the baseline"}.get(verdict) or speed_verdict_reason(verdict)
 
 
 def _ranks(table: pd.DataFrame, processes: int) -> str:
@@ -110,66 +105,6 @@ def plot_phases(phases: pd.DataFrame, ax) -> None:
     ax.set_xlim(0, 1.45 * float(left.max()))  # room for the legend beside the bars
     ax.legend(fontsize="small", loc="upper right")
     ax.grid(axis="x", alpha=0.3)
-
-
-def _same_envs_trainer(table: pd.DataFrame, records: list[dict], label: str) -> str | None:
-    """The one-thread in-process trainer with as many envs as one process of ``label``, if measured."""
-    envs = int(_record(records, label)["envs_per_process"])
-    for r in records:
-        if (r.get("layout") == BASELINE_LAYOUT and int(r.get("learner_threads") or 1) == 1
-                and int(r["num_envs"]) == envs and scale_label(r) in table.index):
-            return scale_label(r)
-    return None
-
-
-def ddp_reading(records: Iterable[dict]) -> object:
-    """Reads a ``bench scale`` record with trainer and ddp layouts; returns (as Markdown) the
-    bullets under section 5.5's figure. Where two ranks take other optimiser steps than the fastest
-    in-process trainer, the first bullet leads with *not like with like* and the step difference,
-    then gives the ratio with its verdict, and names what would make it like with like (an
-    in-process trainer with the ranks' step size, said to be missing when the record lacks it);
-    otherwise it states two ranks' speed-up. Then where two ranks' iteration went (all-reduce,
-    waiting), one rank, and the ratio against one rank named as the weaker baseline."""
-    records = list(records)
-    table, phases = speedups(records, layouts=list(LAYOUTS)), phase_table(records, layouts=LAYOUTS)
-    baseline, one, two = ddp_labels(table)
-    fastest = _phrase(baseline)
-    row, pair = table.loc[two], phases.loc[two]
-    ratio = f"{row['speed-up']:.2f}× the samples/s of {fastest}: {_verdict(row['verdict'])}."
-    (steps, size), (base_steps, base_size) = optimiser_steps(records, two), optimiser_steps(records, baseline)
-    if (steps, size) != (base_steps, base_size):
-        headline = (f"* **Not like with like.** Per iteration, two ranks take {steps} optimiser steps of {size:,} "
-                    "samples: the all-reduce averages both ranks' minibatches into one step. "
-                    f"{fastest[0].upper() + fastest[1:]} takes {base_steps} steps of {base_size:,} on as many "
-                    f"samples. With that difference, two ranks ran {ratio} "
-                    f"Like with like would need an in-process trainer with `batch_size={size}`")
-        if any(r.get("layout") == BASELINE_LAYOUT and r.get("batch_size") == size for r in records):
-            headline += "."
-        else:
-            headline += (". The record has none, so part of the ratio may come from the larger steps (chapter 2.2 "
-                         "times what the minibatch size alone does).")
-        lines = [headline]
-    else:
-        lines = [f"* **Two ranks** ran {ratio}"]
-    lines.append(f"* **Where the time goes:** of two ranks' {pair['total']:.2f} s per iteration, rank 0 spent "
-                 f"{pair['all_reduce']:.2f} s in all-reduces and {pair['waiting']:.2f} s waiting for the other rank. "
-                 "The rest is each rank's own rollout and update.")
-    single = table.loc[one]
-    text = f"* **One rank** ran {single['speed-up']:.2f}× the samples/s of the same baseline"
-    twin = _same_envs_trainer(table, records, one)
-    if twin is not None:
-        envs = int(_record(records, one)["envs_per_process"])
-        text += f", and the in-process trainer with the same {envs} envs {table.loc[twin, 'speed-up']:.2f}× it"
-        close = abs(single["speed-up"] / table.loc[twin, "speed-up"] - 1) < 0.05
-        text += ": DDP's machinery around one process costs little." if close else "."
-    else:
-        text += "."
-    lines.append(text)
-    if single["speed-up"] < 1:
-        lines.append(f"* **Against one rank** two ranks ran {row['median'] / single['median']:.2f}× its samples/s. "
-                     "That number is larger because one rank is slower than the fastest single process, "
-                     "so it is not the comparison to read.")
-    return _markdown("\n".join(lines))
 
 
 def _dropdown(title: str, bullets: list[str]) -> MethodNote:
@@ -248,50 +183,6 @@ def plot_ddp_projection(model: CostModel, table: pd.DataFrame, ax, factor: float
                     unit="ranks", hypothetical=(what_if,), max_processes=max_processes)
 
 
-def projection_reading(model: CostModel, table: pd.DataFrame, processes: tuple[int, ...] = (4, 8),
-                       factor: float = FASTER_DEVICE) -> object:
-    """Reads the fitted DDP `CostModel` and its `speedups` table; returns (as Markdown) the fitted
-    numbers, the projection to ``processes`` ranks against the fastest in-process trainer (marked
-    as a projection, with its assumptions) and the `faster_device` what-if's overhead share."""
-    baseline = str(table["baseline"].iloc[0])
-    projection = project(model, processes, baseline=float(table.loc[baseline, "median"]))
-    envs = model.samples_per_process // make_config("ppo").horizon_len
-    rates = [f"{p} ranks {row['speed-up']:.2f}×" for p, row in projection.iterrows()]
-    rates = ", ".join(rates[:-1]) + (" and " if len(rates) > 1 else "") + rates[-1]
-    faster = faster_device(model, factor)
-    lines = [f"* **Fitted:** one rank's rollout $r$ = {model.rollout:.2f} s and update $u$ = {model.update:.2f} s per "
-             f"iteration; each added rank costs $o$ = {model.overhead:+.2f} s, an overhead share "
-             f"$h$ = {model.overhead_fraction:+.0%}.",
-             f"* **Projection, not measurement:** the model gives {rates} the samples/s of {_phrase(baseline)}, if the "
-             "assumptions below hold.",
-             "* **What it assumes:** one free core (or device) per rank; each added rank costs what the second rank "
-             "cost on this machine (a ring all-reduce's latency does grow with the ranks); "
-             f"{envs} envs per rank, as measured."]
-    if model.overhead > 0:
-        lines.append(f"* **What-if (dotted curve), also a projection:** with one rank's work {factor:g} times "
-                     f"shorter, as on a faster device, and the same overhead, the model's $h$ rises to "
-                     f"{faster.overhead_fraction:+.0%}. So the model projects that a fast device needs larger per-rank "
-                     "batches to keep $h$ small; no record here measures it. The curve is read against its own "
-                     "single rank.")
-    return _markdown("\n".join(lines))
-
-
-def loaded_reading(records: Iterable[dict]) -> object:
-    """Reads the loaded ``bench scale`` record (`LOADED_SCALE_RECORD`); returns (as Markdown) the
-    bullet of section 5.7: two ranks against that record's fastest in-process trainer, with the
-    verdict of its rounds and the load average of the two ranks' runs (`load_range`)."""
-    records = list(records)
-    table = speedups(records, layouts=list(LAYOUTS))
-    baseline, _, two = ddp_labels(table)
-    row, cores = table.loc[two], int(records[0]["cpu_count"])
-    heavy = "heavy load" if min(run_loads(records, ("ddp",), 2)) > 2 * cores else "load"
-    return _markdown(f"* **Under {heavy}** (the same benchmark, with a load average of "
-                     f"{load_range(records, ('ddp',), 2)}, on {cores} cores; chapter 4.5 reads the same record) "
-                     "two ranks ran "
-                     f"{row['speed-up']:.2f}× the samples/s of {_phrase(baseline)} there: {_verdict(row['verdict'])}. "
-                     "That is a busy machine's answer, not DDP's limit.")
-
-
 def committed_rows(records: Iterable[dict], name: str) -> dict[str, str]:
     """Reads the ``bench scale`` record ``name`` (its records passed in); returns the committed rows
     of the chapter's measured box, each naming the record: two ranks' and one rank's speed-ups
@@ -312,25 +203,7 @@ def committed_rows(records: Iterable[dict], name: str) -> dict[str, str]:
                 f"{pair['all_reduce'] + pair['waiting']:.2f} s of {pair['total']:.2f} s"}
 
 
-# --- sections 5.2 and 5.3: DataParallel's plan, rank 0's log --------------------------------------
-
-def data_parallel_plan(agent, minibatch: int, gpus: int, gpu_records: Iterable[str] = ()) -> object:
-    """Reads an agent (a torch module), the update's minibatch size, this machine's GPU count and the
-    names of the committed GPU records; returns (as Markdown) what `DataParallel` would do with two
-    GPUs where it cannot run (fewer than two), and whether any GPU record measured it."""
-    import torch  # the agent's weights are torch tensors; the room imports torch already
-
-    halves = [len(part) for part in torch.arange(minibatch).chunk(2)]  # how scatter cuts a minibatch
-    megabytes = sum(p.numel() * p.element_size() for p in agent.parameters()) / 1e6
-    records = list(gpu_records)
-    text = (f"`DataParallel` is not run here: it needs at least 2 GPUs, and this machine has {gpus}. "
-            f"With 2 GPUs it would cut each minibatch of {minibatch:,} samples into halves of {halves[0]:,}, copy "
-            f"the agent's weights ({megabytes:.2f} MB) to the second GPU at every forward pass, run both halves, "
-            "and sum the gradients on the first GPU.")
-    text += (f" Committed GPU records: {', '.join(records)}." if records
-             else " No GPU record is committed: `DataParallel` and NCCL are not measured on a GPU in this book.")
-    return _markdown(text)
-
+# --- section 5.3: rank 0's log --------------------------------------------------------------------
 
 def plot_rank0_validation(log: pd.DataFrame, hold_sharpe: float, ax) -> None:
     """Reads rank 0's ``log.csv`` (a DataFrame) and buy-and-hold's validation Sharpe; draws on ``ax``

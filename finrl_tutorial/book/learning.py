@@ -1,11 +1,13 @@
 """Readings for the chapters on learning (1 continued: finding an edge; 2: hyperparameters; 7: your
 own data): the tables, sentences, figures and boxes those pages show, computed from committed
 records (``bench learn``, ``bench walkforward``, ``bench sweep``) and from the numbers a chapter has
-just measured. Every function reads what it is given and returns a `Markdown`, a DataFrame, a
-Styler, a box, or draws on a matplotlib Axes passed in; none trains or times anything itself.
+just measured. Every function reads what it is given and returns a DataFrame, a Styler, a dict of
+numbers, a folded block or a box, or draws on a matplotlib Axes passed in; none trains or times
+anything itself.
 
-Sentences carry only the one or two numbers that matter; how a record was measured (dates, load,
-run lengths, commands) goes into `how_measured`, a block folded away at the end of a section.
+The chapters write their sentences as Markdown and check each number against these readings in a
+hidden cell; how a record was measured (dates, load, run lengths, commands) goes into
+`how_measured`, a block folded away at the end of a section.
 """
 from __future__ import annotations
 
@@ -18,25 +20,22 @@ import pandas as pd
 from . import teaching
 from .sweep import MEASURE_NAMES
 from . import folded
-from .folded import MethodNote, markdown as _markdown
+from .folded import MethodNote
 
 __all__ = [
     # chapter 1, second page
-    "MethodNote", "how_measured", "bridge_text", "total_return", "records_table", "planted_edge_text",
-    "planted_summary", "planted_summary_text", "learner_pair_text", "learn_method", "signal_rule_text",
-    "style_signal_rule", "walkforward_reading", "walkforward_text", "walkforward_method", "realistic_provenance",
-    "realistic_method", "no_capture_text", "style_realistic", "oracle_range_text", "style_oracles", "budget_table",
-    "budget_reading", "budget_text", "style_budgets", "edge_box", "walkforward_seed_differences", "with_seed_spread",
-    "agent_excess_per_market", "ceiling_text", "ic_scale_text", "walkforward_pooled_hold", "near_margin",
-    "fragile_sentences", "margin_details", "walkforward_verdict_text",
+    "MethodNote", "how_measured", "total_return", "records_table", "planted_edge_table", "planted_summary",
+    "style_signal_rule", "learn_method", "walkforward_reading", "walkforward_method", "realistic_provenance",
+    "realistic_method", "style_realistic", "style_oracles", "budget_table", "budget_reading", "style_budgets",
+    "edge_box", "walkforward_seed_differences", "with_seed_spread", "ic_scale", "walkforward_pooled_hold",
+    "near_margin", "margin_details",
     # chapter 2
     "live_runs_table", "style_live_runs", "QUIET_LABEL", "quiet_base_cost", "plot_cost", "cost_reading",
-    "update_cost_table", "cost_text", "cost_method", "update_share_text", "kl_tables", "plot_kl", "kl_ratio_table",
-    "curve_text", "NO_CALL", "vs_base", "sweep_effects", "record_text", "sweep_method", "comparisons_text",
-    "overfitting_text", "style_overfitting", "pbo_rows", "pbo_text", "reading_text", "work_table", "sweep_box",
+    "update_cost_table", "timing_table", "cost_method", "kl_tables", "plot_kl", "kl_ratio_table",
+    "curve_separations", "NO_CALL", "vs_base", "sweep_effects", "sweep_method", "style_overfitting", "pbo_rows",
+    "work_table", "sweep_box",
     # chapter 7
-    "plot_factor", "broken_tables", "factor_reading", "factor_sentences", "factor_text", "factor_tests_table",
-    "factor_tests_text", "factor_method", "factor_box",
+    "plot_factor", "broken_tables", "factor_reading", "factor_tests_table", "factor_method", "factor_box",
 ]
 
 
@@ -45,10 +44,6 @@ def _measured_box(*args, **kwargs):
     from . import measured_box as box
 
     return box(*args, **kwargs)
-
-
-def _fmt_steps(steps: int) -> str:
-    return f"{int(steps):,}"
 
 
 def _count(n: int, word: str) -> str:
@@ -66,32 +61,6 @@ def how_measured(*paragraphs: str, tables: Sequence[pd.DataFrame] = (),
 
 # --------------------------------------------------------------------------- chapter 1.8-1.9: the planted edge
 
-def bridge_text(main_job: Mapping):
-    """Where chapter 1.8 left off, from the five-seed report (``main_job_5seeds_report.json``): the
-    Sharpe difference against equal-weight buy-and-hold with its interval and verdict, what that
-    interval counts (the days of the seeds' curves, not the spread between seeds) beside the
-    seeds' own differences and how many of them are below 0 (the seeds that ended below
-    buy-and-hold), and how many seeds ended at or below the untrained network. The verdict is recomputed from the interval's bounds and its margin (`metrics.stored_verdict`),
-    never read from the stored string. Returns a `Markdown`."""
-    from ..metrics import stored_verdict, verdict_reason
-
-    versus = main_job["sharpe_vs_buy_and_hold"]
-    seeds = [row["sharpe_ratio"] for row in main_job["agent_per_seed"].values()]
-    untrained = main_job["baselines"]["untrained_agent"]["sharpe_ratio"]
-    hold = main_job["baselines"]["equal_weight_buy_and_hold"]["sharpe_ratio"]
-    own = [sharpe - hold for sharpe in seeds]  # each seed's Sharpe minus buy-and-hold's, on the same days
-    at_or_below = sum(s <= untrained for s in seeds)
-    below = sum(difference < 0 for difference in own)
-    verdict = stored_verdict(versus)
-    reason = verdict_reason(verdict, versus.get("margin"), versus["low"], versus["high"])
-    return _markdown(
-        f"Over {len(seeds)} seeds, the agent's Sharpe ratio minus buy-and-hold's is "
-        f"**{versus['difference']:+.2f}** [{versus['low']:+.2f}, {versus['high']:+.2f}]: {verdict} "
-        f"({reason}). The interval resamples the test days of the {len(seeds)} seeds' curves together. So it "
-        "counts the noise of the days, not the spread between seeds. The seeds' own differences run from "
-        f"{min(own):+.2f} to {max(own):+.2f}: {below} of the {len(seeds)} seeds ended below buy-and-hold. "
-        f"{at_or_below} of the {len(seeds)} trained seeds ended at or below the untrained network.")
-
 
 def total_return(record) -> float:
     """The cumulative return of an episode record (its wealth curve's last value over its first, - 1)."""
@@ -107,15 +76,15 @@ def records_table(records: Mapping) -> pd.DataFrame:
     return pd.DataFrame(rows).T.rename_axis("policy")
 
 
-def planted_edge_text(env_steps: int, captured: float, versus: Mapping):
-    """The planted edge of 1.9 in two sentences: the share of the signal rule's excess return the
-    agent earned on the test split after ``env_steps``, and its Sharpe difference against
-    buy-and-hold (``sharpe_difference_ci``) with the verdict. Returns a `Markdown`."""
-    return _markdown(
-        f"After {_fmt_steps(env_steps)} env-steps the agent earned **{captured:.0%}** of the signal rule's excess "
-        f"return on the test split. Its Sharpe ratio minus buy-and-hold's is {versus['difference']:+.2f} "
-        f"[{versus['low']:+.2f}, {versus['high']:+.2f}]: {versus['verdict']}.")
 
+def planted_edge_table(env_steps: int, captured: float, versus: Mapping) -> pd.DataFrame:
+    """The planted edge of 1.9 as one row: the env-steps trained, the share of the signal rule's
+    excess return the agent earned on the test split, and its Sharpe difference against buy-and-hold
+    (``sharpe_difference_ci``) with the interval and the verdict (strings, as a reader reads them)."""
+    return pd.DataFrame([{"env-steps": f"{int(env_steps):,}", "signal rule's excess captured": f"{captured:.0%}",
+                          "Sharpe − buy-and-hold's [95 %]":
+                              f"{versus['difference']:+.2f} [{versus['low']:+.2f}, {versus['high']:+.2f}]",
+                          "verdict": versus["verdict"]}], index=["this run"])
 
 def planted_summary(learn: Mapping, budget: int, learners: Sequence[str] = ("ppo", "a2c")) -> pd.DataFrame:
     """The planted edges of a ``bench learn`` record at the end of runs of ``budget`` env-steps,
@@ -132,53 +101,7 @@ def planted_summary(learn: Mapping, budget: int, learners: Sequence[str] = ("ppo
         for r in rows)
 
 
-def planted_summary_text(summary: pd.DataFrame):
-    """What the table of `planted_summary` says, in two sentences: the range of the pooled capture
-    over the signal families, and the markets without a capture. Returns a `Markdown`."""
-    planted, control = summary[summary["family"] != "none"], summary[summary["family"] == "none"]
-    low, high = planted["captured (pooled)"].min(), planted["captured (pooled)"].max()
-    return _markdown(
-        f"Pooled over the markets of each signal family, the agent earned **{low:.2f} to {high:.2f} times** the "
-        f"signal rule's excess return, with PPO and with A2C. On {int(planted['no capture'].sum())} of the "
-        f"{int(planted['markets (seeds)'].sum())} planted-edge runs, and on all {int(control['markets (seeds)'].sum())} "
-        "control runs, the signal rule made no excess over buy-and-hold, so a capture is undefined there "
-        "(`no capture`): the market decides which, not the agent.")
 
-
-def learner_pair_text(interval: Mapping, paired: pd.DataFrame, left_out: pd.DataFrame):
-    """PPO against A2C on the markets both ran (`teaching.paired_captures`, its `t_interval`, and the
-    pairs `teaching.capture_gaps` leaves out), in two sentences. Returns a `Markdown`."""
-    ahead = int((paired["difference"] > 0).sum())
-    where = "contains 0: these markets do not separate the two" if interval["low"] < 0 < interval["high"] else \
-        "excludes 0"
-    return _markdown(
-        f"**PPO minus A2C in capture**, on the {interval['n']} markets both ran that have a capture: "
-        f"{interval['mean']:+.2f} [{interval['low']:+.2f}, {interval['high']:+.2f}]. The interval {where}; PPO was "
-        f"ahead on {ahead} of them. {_count(len(left_out), 'pair')} both ran "
-        f"{'has' if len(left_out) == 1 else 'have'} no capture (the signal rule made no excess there) and "
-        f"{'is' if len(left_out) == 1 else 'are'} left out.")
-
-
-def signal_rule_text(table: pd.DataFrame):
-    """What a `teaching.signal_rule_comparison` table says, in two short sentences: the verdict over
-    all signal families together per learner, with its mean difference, and, within single
-    families, how many uncorrected intervals exclude 0 against how many verdicts survive Holm's
-    correction. Returns a `Markdown`."""
-    phrase = {"beats": "beats the signal rule", "loses": "loses to the signal rule",
-              "inconclusive": "is inconclusive against the signal rule"}
-    families = table.index.get_level_values("family")
-    pooled, per_family = table[families == "all families"], table[families != "all families"]
-    called = int((per_family["verdict"] != "inconclusive").sum())
-    excluded = int(((per_family["low"] > 0) | (per_family["high"] < 0)).sum())
-    pooled_part = "; ".join(f"{learner.upper()} {phrase[row['verdict']]} by {row['mean difference']:+.1%} per market "
-                            f"({row['markets']} markets)" for (learner, _), row in pooled.iterrows())
-    return _markdown(
-        f"**Over all signal families together**, {pooled_part}. Within a single family "
-        f"({per_family['markets'].min()} to {per_family['markets'].max()} markets), the uncorrected interval excludes "
-        f"0 in {excluded} of {len(per_family)} cells, "
-        + ("but no verdict survives Holm's correction: each is inconclusive." if called == 0 else
-           f"and {called} of the {len(per_family)} verdicts survive Holm's correction.")
-        + " The table gives each interval.")
 
 
 def style_signal_rule(table: pd.DataFrame):
@@ -283,25 +206,6 @@ def with_seed_spread(table: pd.DataFrame, reading: Mapping) -> pd.DataFrame:
     return table
 
 
-def walkforward_text(reading: Mapping):
-    """Sentences from `walkforward_reading`: how wide one year's interval is against the pooled
-    one; what the intervals count (the days of the seed-averaged curve, not the spread between
-    seeds) beside the widest spread of the seeds' own differences; and how often validation kept
-    the first checkpoint. Returns a `Markdown`."""
-    widths, pooled, chosen = reading["widths"], reading["pooled"], reading["chosen"]
-    seeds = reading["seed_differences"]
-    spread = {year: max(values) - min(values) for year, values in seeds.items() if year != "pooled"}
-    widest = max(spread, key=spread.get)
-    return _markdown(
-        f"**One year's 95 % interval is {min(widths.values()):.2f} to {max(widths.values()):.2f} Sharpe units "
-        f"wide**; pooled over {reading['pooled_days']} days it narrows to {pooled['high'] - pooled['low']:.2f}. "
-        f"Each interval resamples the days of the curve averaged over the {len(seeds['pooled'])} seeds. So it "
-        "counts the noise of the days, not the spread between seeds. The column beside it gives the seeds' own "
-        f"differences. They spread by up to {spread[widest]:.2f} Sharpe units within one year ({widest}), and "
-        f"pooled from {min(seeds['pooled']):+.2f} to {max(seeds['pooled']):+.2f}. "
-        f"Validation kept its first checkpoint, after a single update, in {chosen['at_first_validation']} of the "
-        f"{chosen['runs']} runs.")
-
 
 def walkforward_method(walkforward: Mapping, reading: Mapping, live_hold: Mapping | None = None,
                        split_hold: float | None = None, split_days: tuple | None = None,
@@ -361,18 +265,9 @@ def near_margin(intervals: Mapping, verdicts: Mapping, margin: float, within: fl
     return out
 
 
-def fragile_sentences(near: Sequence[Mapping], verdicts: Mapping) -> list[str]:
-    """One short sentence per name in ``near`` (`near_margin`): its verdict is fragile where it turns
-    on an end near the margin, else it does not turn on it."""
-    names = list(dict.fromkeys(n["name"] for n in near))
-    return [f"{name}'s verdict ({verdicts[name]}) "
-            + ("is fragile: it turns on an end within 0.01 of the margin."
-               if any(n["turns"] for n in near if n["name"] == name) else
-               "does not turn on its end near the margin.") for name in names]
-
 
 def margin_details(near: Sequence[Mapping], margin: float) -> list[str]:
-    """The bound details behind `fragile_sentences`, for the folded block: which end of which
+    """The bound details of `near_margin`, for the folded block: which end of which
     interval lies near the margin, on which side, and where the other end lies."""
     if not near:
         return []
@@ -387,43 +282,6 @@ def margin_details(near: Sequence[Mapping], margin: float) -> list[str]:
                                           ", so the verdict does not turn on the first."))
     return lines
 
-
-def walkforward_verdict_text(walkforward: Mapping, reading: Mapping, verdicts: Mapping, margin: float,
-                             near: Sequence[Mapping] = ()):
-    """What the walk-forward's verdicts say (`walkforward_reading`, `teaching.walkforward_verdicts`):
-    whether any interval excludes 0, with each test year's buy-and-hold rising or falling; the
-    pooled verdict with the margin in return a year at the pooled buy-and-hold's volatility, and how
-    many seeds ended below buy-and-hold, pooled (the interval counts the days, not the seeds); one
-    sentence per year with an end near the margin (`fragile_sentences`). Returns a `Markdown`."""
-    intervals = reading["intervals"]
-    apart = [name for name, ci in intervals.items() if not ci["low"] < 0 < ci["high"]]
-    moves = [("rising" if row["equal_weight_buy_and_hold"]["cumulative_return"]["mean"] > 0 else "falling",
-              str(row["year"])) for row in walkforward["summary"]["years"]]
-    years = [f"a {move} one ({year})" for move, year in moves]
-    first = ("**No test year separates the agent from buy-and-hold, nor does the pooled curve.** Every interval "
-             "contains 0." if not apart else f"**The intervals of {', '.join(apart)} exclude 0.**")
-    seeds = len(reading["seed_differences"]["pooled"])
-    in_return = margin * reading["pooled_hold_volatility"]
-    if verdicts["pooled"] == "tie":
-        pooled_part = (
-            f"Pooled, the three years narrow the interval to fit inside ±{margin} Sharpe: a tie. So over these years "
-            f"the agent and buy-and-hold are not distinguishable at about ±{100 * in_return:.0f} % of return a year "
-            f"(the margin at buy-and-hold's volatility, {100 * reading['pooled_hold_volatility']:.0f} %).")
-    else:
-        pooled_part = f"Pooled, the three years narrow the interval, but not inside ±{margin} Sharpe."
-    text = (
-        f"{first} The years include {', '.join(years[:-1])} and {years[-1]}. The untrained network reads the "
-        "same. The reason is the one 1.8 found. Validation mostly kept the checkpoint after the first update "
-        "(the line under the figure). So the tested agent is close to the untrained network.\n\n"
-        "An edge smaller than one year's interval width (under the figure) cannot show in one year. "
-        f"{pooled_part} Yet {reading['seeds_below']} of the {seeds} seeds ended below buy-and-hold, pooled (the "
-        "table's seeds' column). The interval counts the noise of the days, not the spread between seeds. "
-        "That does not mean A-shares hold nothing to learn. This is one "
-        "small universe of survivors (1.2), with nine features of price and volume.")
-    if near:
-        text += ("\n\n**Verdicts near the margin** (1.8). " + " ".join(fragile_sentences(near, verdicts))
-                 + " The block below gives the ends.")
-    return _markdown(text)
 
 
 # --------------------------------------------------------------------------- chapter 1.11: realistic strength
@@ -463,15 +321,6 @@ def realistic_method(realistic: Mapping, provenance: pd.DataFrame) -> MethodNote
         tables=[provenance])
 
 
-def no_capture_text(no_capture: pd.DataFrame):
-    """The markets without a capture of the informed oracle (`teaching.undefined_captures`), in one
-    sentence. Returns a `Markdown`."""
-    parts = "; ".join(f"IC {ic:g} × {stocks}: {row['informed: no capture']} of {row['markets']}"
-                      for (ic, stocks, _), row in no_capture.iterrows())
-    return _markdown(
-        "Where the informed oracle made no excess over buy-and-hold in the test year, a capture is undefined "
-        f"({parts}). The per-market column leaves those markets out; the pooled columns count them.")
-
 
 def style_realistic(cells: pd.DataFrame):
     """A `teaching.realistic_learning_table` formatted for the page (captures to two decimals, excess
@@ -482,14 +331,6 @@ def style_realistic(cells: pd.DataFrame):
     return cells.style.format_index(lambda ic: f"{ic:g}", level="ic").format(
         {c: "{:.2f}" for c in captures if c in cells} | {c: "{:+.1%}" for c in excess if c in cells})
 
-
-def oracle_range_text(oracles: pd.DataFrame):
-    """The spread of the informed oracle's test excess over the markets of `teaching.informed_oracle_table`,
-    and how many it lost on, in one sentence. Returns a `Markdown`."""
-    excess = oracles["informed test excess"]
-    return _markdown(
-        f"On the {len(oracles)} markets, the informed oracle's test excess over buy-and-hold runs from "
-        f"{excess.min():+.0%} to {excess.max():+.0%}; it lost to buy-and-hold on {int((excess < 0).sum())} of them.")
 
 
 def style_oracles(oracles: pd.DataFrame):
@@ -523,23 +364,16 @@ def budget_reading(table: pd.DataFrame, default_steps: int) -> dict:
             "at_default": long_run.loc[default_steps] if default_steps in long_run.index else None}
 
 
-def _capture_phrase(row: pd.Series, markets: int, defined: int) -> str:
-    where = "market by market" if defined == markets else f"on the {defined} markets with a capture"
-    spread = (f"{row['lowest market']:.2f} to {row['highest market']:.2f} {where}" if defined > 1 else
-              "one market with a capture")
-    return (f"**{row['informed oracle captured (pooled)']:.2f}** of the informed oracle's excess return, pooled over "
-            f"the {markets} markets ({spread}), and {row['chosen on 4 years: captured (pooled)']:.2f} of the rule "
-            "chosen on four years")
 
-
-def ic_scale_text(ics: Sequence[float], env_config, spec=None):
+def ic_scale(ics: Sequence[float], env_config, spec=None) -> dict:
     """What an information coefficient means in the benchmark's markets, from the market model and
-    the env's costs: the standard deviation of the unpredictable part of a daily return, how far a
-    signal one standard deviation from its mean moves the next day's expected return at each of
-    ``ics`` (the loading, `SyntheticSpec.loading`), and what buying and later selling a stock costs
-    there (commission on both sides, stamp duty, transfer fee and slippage at the market's first
-    date; the ¥5 minimum commission left out). ``spec``: the market (default `SyntheticSpec()`, the
-    benchmark's volatilities). Returns a `Markdown`."""
+    the env's costs: ``noise``, the standard deviation of the unpredictable part of a daily return;
+    ``moves``, how far a signal one standard deviation from its mean moves the next day's expected
+    return at each of ``ics`` (the loading, `SyntheticSpec.loading`); ``round_trip``, what buying and
+    later selling a stock costs (commission on both sides, stamp duty, transfer fee and slippage at
+    the market's first date; the ¥5 minimum commission left out); and ``days``, how many days of
+    such a move pay for one round trip. ``spec``: the market (default `SyntheticSpec()`, the
+    benchmark's volatilities)."""
     from dataclasses import replace
 
     from ..data.synthetic import START_DATE, SyntheticSpec
@@ -550,106 +384,10 @@ def ic_scale_text(ics: Sequence[float], env_config, spec=None):
     round_trip = float(2 * fees.commission_rate + rates["stamp_buy"][0, 0] + rates["stamp_sell"][0, 0]
                        + 2 * rates["transfer_value"][0, 0] + 2 * env_config.slippage)
     moves = {ic: replace(spec, family="factor", ic=ic).loading for ic in ics}
-    days = {ic: round_trip / move for ic, move in moves.items()}
-    return _markdown(
-        f"In the benchmark's markets, the unpredictable part of a stock's daily return has a standard deviation of "
-        f"{spec.noise_volatility:.2%}. A signal one standard deviation above its mean raises the next day's expected "
-        "return by " + " and ".join(f"{moves[ic]:.2%} at IC {ic:g}" for ic in ics) + ". Buying a stock and later "
-        f"selling it costs about {round_trip:.2%} of the value traded (commission, stamp duty, transfer fee and "
-        "slippage). So one round trip costs what such a signal earns in "
-        + " and ".join(f"about {days[ic]:.1f} days at IC {ic:g}" for ic in ics)
-        + ". An edge this size pays only if a position is held while its signal lasts.")
+    return {"noise": spec.noise_volatility, "moves": moves, "round_trip": round_trip,
+            "days": {ic: round_trip / move for ic, move in moves.items()}}
 
 
-def agent_excess_per_market(record: Mapping, ic: float, stocks: int, run_steps: int) -> pd.Series:
-    """The agent's test excess over buy-and-hold at the end of each run of ``run_steps`` env-steps
-    in one cell of a realistic ``bench learn`` record (checkpoint chosen on validation), one value
-    per market (its seed)."""
-    return pd.Series({case["seed"]: case["curve"]["best"][str(run_steps)]["test_excess"] for case in record["cases"]
-                      if (case["ic"], case["stocks"], case["total_steps"]) == (ic, stocks, run_steps)},
-                     name="agent test excess").rename_axis("market (seed)").sort_index()
-
-
-def _markets(markets: Sequence) -> str:
-    """"market 4", "markets 1 and 2", "markets 0, 2 and 3"."""
-    names = [str(m) for m in markets]
-    if len(names) == 1:
-        return f"market {names[0]}"
-    return f"markets {', '.join(names[:-1])} and {names[-1]}"
-
-
-def ceiling_text(agent: pd.Series, oracle: pd.Series, name: str) -> str:
-    """Whether an oracle is a ceiling for the agent, market by market, in two short sentences:
-    where the oracle lost to buy-and-hold, and on which markets the agent's test excess was above
-    the oracle's. An oracle is called a ceiling only on the markets where the agent stayed below
-    it, and "here it is a ceiling" only where that holds on every market and the oracle gained on
-    each. ``agent`` and ``oracle``: test excess over buy-and-hold, indexed by market; ``name``
-    starts the first sentence ("The informed oracle")."""
-    markets = list(oracle.index)
-    above = [m for m in markets if agent[m] > oracle[m]]
-    below = [m for m in markets if m not in above]
-    lost = int((oracle < 0).sum())
-    first = (f"{name} lost to buy-and-hold on {lost} of the {len(markets)} markets." if lost else
-             f"{name} gained on every market.")
-    if not above:
-        return first + " The agent stayed below it on each market" + ("." if lost else ": here it is a ceiling.")
-    return (first + f" The agent was above it on {_markets(above)}, so it is a ceiling "
-            + (f"only on {_markets(below)}." if below else "on no market."))
-
-
-def _excess_curve(long_run: pd.DataFrame) -> str:
-    """What the mean test excess (and the pooled capture) of one run length did along its checks."""
-    excess, capture = long_run["agent excess"], long_run["informed oracle captured (pooled)"]
-    peak, last = excess.idxmax(), excess.index[-1]
-    if peak == last:
-        return ("Along the longer run the agent's mean test excess "
-                + ("rose at every check" if excess.is_monotonic_increasing else "ended at its highest")
-                + f", to {excess[last]:+.1%}.")
-    text = (f"Along the longer run the agent's mean test excess rose to {excess[peak]:+.1%} at {peak:,} env-steps, "
-            f"then fell to {excess[last]:+.1%} at {last:,}.")
-    if capture.idxmax() == peak:
-        text += f" The pooled capture moved with it: {capture[peak]:.2f}, then {capture[last]:.2f}."
-    return text
-
-
-def budget_text(reading: Mapping, record: Mapping, oracles: pd.DataFrame, ic: float, stocks: int):
-    """The reading of one cell run longer, from `budget_reading`: what the longest run earned of
-    the informed oracle (chosen on validation) and of the rule chosen on four years, pooled over the
-    markets with the per-market spread, against the run of the default length, and on how many
-    markets it beat buy-and-hold by its interval; then what its mean test excess did along the run
-    (`_excess_curve`: rose at every check, or rose to a peak and then fell); then, market by market
-    against ``oracles`` (`teaching.informed_oracle_table`), where each oracle is a ceiling
-    (`ceiling_text`), and, where the informed oracle lost on a market, what the capture then means.
-    Returns a `Markdown`."""
-    end, short, at_default = reading["end"], reading["short"], reading["at_default"]
-    markets = int(end["markets"])
-    rows = [row for row in record["summary"] if row["select"] == "best" and row["learner"] == "ppo"
-            and row["ic"] == ic and row.get("stocks", 10) == stocks and row["run_steps"] == reading["longest"]
-            and row["env_steps"] == reading["longest"]]
-    defined = sum(v is not None for v in rows[0].get("informed_captures", [])) if rows else markets
-    beats, short_beats = (int(row["beats buy-and-hold"].split()[0]) for row in (end, short))
-    on = ("no market" if beats == 0 else f"all {markets} markets" if beats == markets else
-          f"{beats} of the {markets} markets")
-    text = (f"Run to {reading['longest']:,} env-steps, the agent earned {_capture_phrase(end, markets, defined)}. "
-            f"It beat buy-and-hold by its interval on {on}. The run of the default length earned "
-            f"{short['informed oracle captured (pooled)']:.2f} of the informed oracle's excess "
-            f"({short['chosen on 4 years: captured (pooled)']:.2f} of the four-year rule's) and beat buy-and-hold on "
-            f"{short_beats or 'none'}")
-    if at_default is not None:
-        text += (f"; the longer run, after as many env-steps, stood at "
-                 f"{at_default['informed oracle captured (pooled)']:.2f} (each run length is a learner of its own: "
-                 "the learning rate falls to 0 over the whole run)")
-    text += ".\n\n" + _excess_curve(reading["long_run"])
-    cell = oracles.loc[(ic, stocks)]
-    agent = agent_excess_per_market(record, ic, stocks, reading["longest"])
-    text += "\n\nMarket by market, at the end of the longer run: " + ceiling_text(
-        agent, cell["informed test excess"], "the informed oracle")
-    if (cell["informed test excess"] < 0).any():
-        text += (" Where it lost, it shows little of what is possible: read the capture as a share of what a "
-                 "validation year's rule earned.")
-    if "its test excess" in cell:
-        text += " " + ceiling_text(agent, cell["its test excess"], "The rule chosen on four years")
-    return _markdown(text)
 
 
 def style_budgets(table: pd.DataFrame):
@@ -805,37 +543,6 @@ def update_cost_table(reading: Mapping, variants: Mapping[str, dict]) -> pd.Data
     return pd.DataFrame(rows).set_index("variant")
 
 
-def cost_text(reading: Mapping):
-    """The timing noise and what the batch size costs, from `cost_reading`: the spread of the rollout
-    (the same work in every variant), the minibatches each batch size cuts a pass into (from the
-    config), each batch size's update cost per sample against the base's and batch_size=256 against
-    4096, each judged by that noise as the page shows it (two decimals, `_beyond_noise`). Returns a
-    `Markdown`."""
-    from ..agents import make_config
-
-    noise, update, per_10k = reading["noise"], reading["update"], reading["per_10k"]
-    small, large = per_10k.loc["batch_size=256", "update"], per_10k.loc["batch_size=4096", "update"]
-    ratio = small / large
-    base, narrow, wide = (make_config("ppo", **change) for change in ({}, {"batch_size": 256}, {"batch_size": 4096}))
-
-    def judged(value):
-        return ("beyond the timing noise" if _beyond_noise(value, noise) else
-                "inside the timing noise: not a difference this run can show")
-
-    return _markdown(
-        "**The timing noise.** The rollout does the same work per sample in every variant (the knobs regroup the "
-        "samples for the update; they do not change how samples are collected). Yet the slowest variant's rollout "
-        f"took {noise:.2f} times as long as the fastest's. Two timings of the same work differ that much here. So an "
-        f"update ratio in the table counts as a difference only if it lies above {noise:.2f} or below "
-        f"{1 / noise:.2f}.\n\n"
-        f"**The batch size.** Each pass over the same {base.rollout_size:,} samples is cut into "
-        f"{base.num_minibatches} gradient steps at the base's batch_size={base.batch_size}, into "
-        f"{narrow.num_minibatches} at 256 and into {wide.num_minibatches} at 4096. Per sample, the update at "
-        f"batch_size=256 cost {update['batch_size=256']:.2f} times as much as the base's, "
-        f"{judged(update['batch_size=256'])}. At batch_size=4096 it cost {update['batch_size=4096']:.2f} times as "
-        f"much as the base's, {judged(update['batch_size=4096'])}. Against each other, batch_size=256 cost {ratio:.2f} times as much per "
-        f"sample as batch_size=4096, {judged(ratio)}.")
-
 
 def cost_method(load_before: float, load_after: float, quiet_records: Sequence[Mapping],
                 per_10k: pd.DataFrame, quiet_base: pd.Series, rounds: int, record_name: str) -> MethodNote:
@@ -864,13 +571,18 @@ def cost_method(load_before: float, load_after: float, quiet_records: Sequence[M
            " (another machine: the seconds can differ by hardware as well as by load)."))
 
 
-def update_share_text(per_10k: pd.DataFrame, quiet_base: pd.Series):
-    """The update's share of the base's time, here and on the quiet record's machine (plain text: a
-    timing of this run is a measurement, not a finding to bold). Returns a `Markdown`."""
+
+def timing_table(cost: Mapping, quiet_base: pd.Series, quiet_name: str) -> pd.DataFrame:
+    """2.2's timings read two ways, beside the quiet record's: the update's share of the base's time,
+    and the timing noise of `cost_reading` (the slowest variant's median rollout over the fastest's,
+    the same work in every variant) with the bounds an update ratio must pass to count."""
+    per_10k, noise = cost["per_10k"], cost["noise"]
     here = per_10k.loc["base", "update"] / per_10k.loc["base"].sum()
     there = quiet_base["update"] / quiet_base.sum()
-    return _markdown(f"The update takes {here:.0%} of the base's time on this machine, and {there:.0%} on the "
-                     "quiet record's: the gradient steps, not the env, are where a knob can save time.")
+    rows = ["update's share of the base's time", "timing noise: slowest ÷ fastest rollout",
+            "an update ratio counts if above / below"]
+    return pd.DataFrame({"this machine": [f"{here:.0%}", f"{noise:.2f}", f"{noise:.2f} / {1 / noise:.2f}"],
+                         f"quiet record ({quiet_name})": [f"{there:.0%}", "not timed", "not timed"]}, index=rows)
 
 
 def kl_tables(full: Mapping, runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -919,43 +631,33 @@ def kl_ratio_table(full_kl: pd.DataFrame, live_kl: pd.DataFrame, variants: Seque
     return pd.DataFrame(rows).T.rename_axis("approx KL ÷ base")
 
 
-def curve_text(full: Mapping):
-    """Along the learning curve, per market: which variants' seeds all lay above or below all of
-    the base's, at how many of the validations (the same index on every variant's grid) and between
-    which env-steps; the variants that never separated in one clause. Returns a `Markdown`."""
+
+def curve_separations(full: Mapping) -> pd.DataFrame:
+    """Along the learning curve, per market and variant: at how many of the validations (the same
+    index on every variant's grid) all of the variant's seeds lay above or below all of the base's
+    (``above``, ``below``), of how many (``validations``), and the first and last env-steps where
+    they did (0 where they never did)."""
     from ..bench.sweep import verdict
 
     base_name = full.get("base_variant", "base")
     groups: dict[tuple, list] = {}
     for run in full["runs"]:
         groups.setdefault((run["market"], run["variant"]), []).append(run)
-    lines = []
-    for market in dict.fromkeys(m for m, _ in groups):
+    rows = []
+    for (market, variant), group in groups.items():
         base = groups.get((market, base_name))
-        apart_parts, together = [], []
-        for (m, variant), group in groups.items():
-            if m != market or variant == base_name or base is None:
-                continue
-            validations = group[0]["evaluations"]
-            apart = [(e["env_steps"], outcome) for i, e in enumerate(validations)
-                     for outcome in [verdict([r["evaluations"][i]["valid_sharpe"] for r in group],
-                                             [r["evaluations"][i]["valid_sharpe"] for r in base])]
-                     if outcome in ("higher", "lower")]
-            if not apart:
-                together.append(variant)
-                continue
-            words = " or ".join(sorted({"above" if o == "higher" else "below" for _, o in apart}))
-            steps = [s for s, _ in apart]
-            where = f"at {steps[0]:,} env-steps" if len(steps) == 1 else f"between {steps[0]:,} and {steps[-1]:,} env-steps"
-            apart_parts.append(f"**{variant}** lay {words} every seed of the base at {len(apart)} of "
-                               f"{len(validations)} validations ({where})")
-        sentence = f"* On {market}: " + ("; ".join(apart_parts) if apart_parts else "no variant separated")
-        if together and apart_parts:
-            sentence += f". The other {len(together)} variants overlapped the base at every validation."
-        else:
-            sentence += "."
-        lines.append(sentence)
-    return _markdown("\n".join(lines))
+        if variant == base_name or base is None:
+            continue
+        validations = group[0]["evaluations"]
+        apart = [(e["env_steps"], outcome) for i, e in enumerate(validations)
+                 for outcome in [verdict([r["evaluations"][i]["valid_sharpe"] for r in group],
+                                         [r["evaluations"][i]["valid_sharpe"] for r in base])]
+                 if outcome in ("higher", "lower")]
+        steps = [step for step, _ in apart]
+        rows.append({"market": market, "variant": variant, "validations": len(validations),
+                     "above": sum(o == "higher" for _, o in apart), "below": sum(o == "lower" for _, o in apart),
+                     "first": steps[0] if steps else 0, "last": steps[-1] if steps else 0})
+    return pd.DataFrame(rows).set_index(["market", "variant"])
 
 
 NO_CALL = {"inconclusive", "too few seeds"}
@@ -983,37 +685,6 @@ def sweep_effects(record: Mapping) -> dict:
             "variants": sorted({row["variant"] for row in record["summary"] if row["variant"] != "base"}),
             "called": {key: value for key, value in effects.items() if value not in NO_CALL}}
 
-
-def record_text(record: Mapping, effects: Mapping, variants: Sequence[str]):
-    """What the full-size sweep record holds, as a short list: the variants it ran, how many of its
-    comparisons the non-overlap rule calls, and where each market's base ended against buy-and-hold
-    (and the signal rule). Returns a `Markdown`."""
-    missing = [name for name in variants if name != "base" and name not in effects["variants"]]
-    called = effects["called"]
-    lines = [
-        f"* Of {len(effects['effects'])} comparisons with the base ({len(effects['variants'])} variants"
-        + (f"; {', '.join(missing)} not run at full size" if missing else "")
-        + ", two markets, final and best validation Sharpe), "
-        + (f"{len(called)} lie outside the seed spread: "
-           + "; ".join(f"{variant} on {market} ({which}: {value})" for (market, variant, which), value in called.items())
-           + f". The other {len(effects['effects']) - len(called)} are inconclusive." if called else
-           "none lies outside the seed spread: all are inconclusive.")]
-    for row in record["summary"]:
-        if row["variant"] != "base":
-            continue
-        b, hold = row["final_valid_sharpe"], row["buy_and_hold_valid_sharpe"]
-        where = "above" if b["min"] > hold else "below" if b["max"] < hold else "on both sides of"
-        line = f"* On {row['market']}, the base's seeds ended {where} buy-and-hold's {hold:.2f}"
-        if "oracle_valid_sharpe" in row:
-            rule = row["oracle_valid_sharpe"]
-            line += (f", and the signal rule's {rule:.2f} lies "
-                     + ("above every seed." if rule > b["max"] else
-                        "below every seed: the signal rule is a baseline, not a ceiling." if rule < b["min"] else
-                        "inside the seeds' range."))
-        else:
-            line += "."
-        lines.append(line)
-    return _markdown("\n".join(lines))
 
 
 def _caption_blocks(record: Mapping, name: str, reader_out: str) -> list[str]:
@@ -1051,36 +722,6 @@ def sweep_method(record: Mapping, name: str, reader_out: str, live_hold: float |
     return how_measured(*paragraphs)
 
 
-def comparisons_text(tests: pd.DataFrame, chance: float):
-    """What `teaching.sweep_comparisons` says, in two sentences: the flags the non-overlap rule
-    raises against those expected by chance, and what survives Holm's correction. Returns a `Markdown`."""
-    flagged = tests[~tests["non-overlap verdict"].isin(NO_CALL)]
-    survivors = tests[~tests["holm_verdict"].isin(NO_CALL)]
-    names = sorted({f"{r.variant} on {r.market}" for r in flagged.itertuples()})
-    return _markdown(
-        f"With no effect anywhere, the rule would flag about **{chance * len(tests):.1f}** of the {len(tests)} "
-        f"comparisons by seed noise alone; the record has {len(flagged)}"
-        + (f" ({', '.join(names)})" if names else "")
-        + f". With the paired t-test and Holm's correction, {len(survivors) or 'none'} "
-        + ("survives" if len(survivors) <= 1 else "survive")
-        + f" (smallest adjusted p-value {tests['p (Holm)'].min():.2f}).")
-
-
-def overfitting_text(overfit: pd.DataFrame):
-    """What `teaching.overfitting_table` says, in three sentences: the sample's best checkpoint against
-    what luck gives the best of that many, the synthetic markets' deflated Sharpe, and the same with
-    one trial per run, with how many markets reach 0.95 that way. Returns a `Markdown`."""
-    sample, synthetic = overfit.loc["sample"], overfit.drop(index="sample")
-    per_run = synthetic["deflated, one trial per run"]
-    reached = int((per_run >= 0.95).sum())
-    return _markdown(
-        f"On the sample, the best of {sample['trials (checkpoints)']} checkpoints scored a validation Sharpe of "
-        f"{sample['chosen valid Sharpe']:.2f}, below the {sample['best of N by luck (expected)']:.2f} that the best of "
-        f"as many unskilled trials reaches by luck: its deflated Sharpe is **{sample['deflated Sharpe']:.2f}**. On the "
-        f"synthetic markets it is {synthetic['deflated Sharpe'].min():.2f} to {synthetic['deflated Sharpe'].max():.2f}, "
-        "short of 0.95, the level of significance at 5 %, too. "
-        f"Counted with one trial per run ({synthetic['runs'].iloc[0]} per market), it is {per_run.min():.2f} to "
-        f"{per_run.max():.2f} there: at or above 0.95 on {reached} of the {len(per_run)} synthetic markets.")
 
 
 def style_overfitting(overfit: pd.DataFrame):
@@ -1100,16 +741,6 @@ def pbo_rows(examples: Sequence[Mapping]) -> pd.DataFrame:
         for e in examples for family in ("noise", "one edge")])
 
 
-def pbo_text(rows: pd.DataFrame):
-    """What `pbo_rows` says, in two sentences: the mean PBO of each family, and in how many draws the
-    strategy with an edge is significant once deflated. Returns a `Markdown`."""
-    noise, edge = rows[rows["family"] == "noise"], rows[rows["family"] == "one edge"]
-    return _markdown(
-        f"PBO averages **{noise['PBO'].mean():.2f}** for pure noise and {edge['PBO'].mean():.2f} with one real edge "
-        f"(over {len(noise)} draws each). Once deflated, the strategy with the edge is significant in "
-        f"{int((edge['deflated Sharpe'] >= 0.95).sum())} of the {len(edge)} draws; the best noise strategy in "
-        f"{int((noise['deflated Sharpe'] >= 0.95).sum())}.")
-
 
 def _full_kl_ratios(record: Mapping, variant: str = "repeat_times=16") -> dict[str, float]:
     """``variant``'s mean approximate KL per iteration over the base's in a full-size sweep record, per
@@ -1120,61 +751,6 @@ def _full_kl_ratios(record: Mapping, variant: str = "repeat_times=16") -> dict[s
     return {market: kl[(market, variant)] / kl[(market, base_name)] for market in markets
             if (market, variant) in kl and (market, base_name) in kl}
 
-
-def reading_text(cost: Mapping, kl_ratio: float, tests: pd.DataFrame, chance: float, sample_fit: pd.Series,
-                 synthetic_fit: pd.DataFrame, record: Mapping, fast: bool = False):
-    """The chapter's reading, one short bullet per question, each computed from the numbers it has
-    measured or read: first the full-size record's findings (the drift of more passes, the statistics
-    of the sweep, the selection, the quality verdicts per market, the work), then this run's own
-    measurements: the update cost (`cost_reading`, against its timing noise) and the live drift
-    (``kl_ratio``). With ``fast`` those last two are labelled as the mechanics they are, never bolded
-    as findings. Returns a `Markdown`."""
-    noise, update = cost["noise"], cost["update"]
-    beyond = [name for name in update.index if name != "base" and _beyond_noise(update[name], noise)]
-    flagged = tests[~tests["non-overlap verdict"].isin(NO_CALL)]
-    survivors = tests[~tests["holm_verdict"].isin(NO_CALL)]
-    drift = _full_kl_ratios(record)
-    seeds = len(record["seeds"])
-    lines = [
-        "* **Drift.** In the full-size record, repeat_times=16 moved the policy "
-        + ", and ".join(f"{ratio:.1f}× as far" + (" per iteration as the base did" if i == 0 else "")
-                        + f" on the {'synthetic markets' if market == 'synthetic' else market}"
-                        for i, (market, ratio) in enumerate(drift.items()))
-        + f" (approximate KL, mean over {seeds} seeds).",
-        f"* **Statistics.** The non-overlap rule flags {len(flagged)} of the {len(tests)} comparisons. Seed noise "
-        f"alone would flag about {chance * len(tests):.1f} of them (2.5). After Holm's correction "
-        f"{len(survivors) or 'none'} " + ("remains" if len(survivors) <= 1 else "remain")
-        + ". The quality verdicts below are exploratory.",
-        f"* **Selection.** The best of the sample's {sample_fit['trials (checkpoints)']} checkpoints has a deflated "
-        f"Sharpe of {sample_fit['deflated Sharpe']:.2f}, the synthetic markets' best "
-        f"{synthetic_fit['deflated Sharpe'].min():.2f} to {synthetic_fit['deflated Sharpe'].max():.2f} (significant "
-        "from 0.95): the best of a sweep is worth much less than its score says.",
-    ]
-    for market in ("sample", "synthetic"):
-        rows = [row for row in record["summary"] if row["market"] == market and row["variant"] != "base"]
-        if not rows:
-            continue
-        moved = [f"{row['variant']} ({vs_base(record, row)})" for row in rows if vs_base(record, row) not in NO_CALL]
-        lines.append(f"* **Quality on {market}** (final validation Sharpe, {len(rows[0]['seeds'])} seeds): "
-                     + (f"outside the seed spread: {', '.join(moved)}; the other {len(rows) - len(moved)} inconclusive."
-                        if moved else f"all {len(rows)} variants inconclusive against the base."))
-    lines.append("* **Work.** The gradient steps of one full-size run follow from its config, the same on any machine "
-                 "and at any load (the table); the cost per sample is 2.2's.")
-    label = ("* This run's mechanics (fast mode: short timings and a one-seed sweep of a few iterations; they show "
-             "the measurement working, not a finding)." if fast else "* **This run.**")
-    timed = [name for name in update.index if name != "base"]
-    named = ", ".join(beyond[:-1]) + (" and " if len(beyond) > 1 else "") + (beyond[-1] if beyond else "")
-    limits = (f"two timings of the same work differ by a factor of {noise:.2f}, so beyond means above {noise:.2f} "
-              f"or below {1 / noise:.2f}")
-    lines.append(
-        label + " Update cost per sample relative to the base on this machine: "
-        + ", ".join(f"{name} {update[name]:.2f}×" for name in timed) + ". "
-        + (f"None of the {len(timed)} variants lies beyond the timing noise of 2.2 ({limits})." if not beyond else
-           f"All {len(timed)} variants lie beyond the timing noise of 2.2 ({limits})." if len(beyond) == len(timed)
-           else f"Of the {len(timed)} variants, {len(beyond)} {'lies' if len(beyond) == 1 else 'lie'} beyond the "
-                f"timing noise of 2.2 ({limits}): {named}.")
-        + f" In the live sweep, repeat_times=16 moved the policy {kl_ratio:.1f}× as far per iteration as the base did.")
-    return _markdown("\n".join(lines))
 
 
 def work_table(record: Mapping, market: str = "sample") -> pd.DataFrame:
@@ -1229,8 +805,8 @@ def sweep_box(live: Mapping, live_variants: Sequence[str], cost: Mapping, kl_rat
               "three seeds, which differences in validation Sharpe are worth following up (exploratory: none "
               "survives a correction for the number of comparisons)",
         does_not_show="effects smaller than three seeds' spread, other markets, budgets or learning rates, "
-                      "anything about the test split (the sweep chooses on validation only), and in fast mode which "
-                      "knob learns better (one seed, a few iterations)",
+                      "anything about the test split (the sweep chooses on validation only), and which knob learns "
+                      "better from the live run",
     )
 
 
@@ -1300,45 +876,6 @@ def factor_reading(record: Mapping) -> dict:
             "runs": sum(len(changes) for changes in moved.values())}
 
 
-def factor_sentences(record: Mapping, reading: Mapping) -> list[str]:
-    """Four short sentences from `factor_reading`: the variant against the base at the end and at
-    its best validation, with the non-overlap verdict (`bench.sweep.verdict`, from the seeds' values),
-    and, per variant, where its seeds ended against buy-and-hold and how far training moved it from
-    the untrained policy."""
-    from ..bench.sweep import verdict
-
-    base_name = record.get("base_variant", "base")
-    rows, hold = reading["rows"], reading["hold"]
-    other = next(name for name in rows if name != base_name)
-    words = {"inconclusive": "the seed ranges overlap: inconclusive", "higher": "all seeds above the base's: higher",
-             "lower": "all seeds below the base's: lower", "too few seeds": "too few seeds for a verdict"}
-    sentences = []
-    for measure in ("final_valid_sharpe", "best_valid_sharpe"):
-        mine, theirs = rows[other][measure], rows[base_name][measure]
-        outcome = verdict(mine["values"], theirs["values"])
-        sentences.append(f"{MEASURE_NAMES[measure][0].upper()}{MEASURE_NAMES[measure][1:]}, mean of "
-                         f"{len(rows[other]['seeds'])} seeds: {other} {mine['mean']:.2f}, {base_name} "
-                         f"{theirs['mean']:.2f}; {words[outcome]}.")
-    for name in [other, *(n for n in rows if n != other)]:
-        final = rows[name]["final_valid_sharpe"]
-        where = "above" if final["min"] > hold else "below" if final["max"] < hold else "on both sides of"
-        sentences.append(f"{name}: its seeds ended {where} buy-and-hold's {hold:.2f}; training moved the mean by "
-                         f"{final['mean'] - reading['untrained'][name]:+.2f} from the untrained policy's "
-                         f"{reading['untrained'][name]:.2f}.")
-    return sentences
-
-
-def factor_text(record: Mapping, reading: Mapping):
-    """The with/without result: a headline on whether training helped at all (each run against its
-    own untrained policy), then `factor_sentences` as a list. Returns a `Markdown`."""
-    moved, runs, below = reading["moved"], reading["runs"], reading["below"]
-    if all(max(changes) < 0 for changes in moved.values()):
-        headline = (f"**Training hurt both variants.** All {runs} runs ended with a lower validation Sharpe than their "
-                    "own untrained policy, so the with/without comparison asks which variant lost less, not which one "
-                    "learned more.")
-    else:
-        headline = (f"{below} of {runs} runs ended with a lower validation Sharpe than their own untrained policy.")
-    return _markdown(headline + "\n\n" + "\n".join(f"* {s}" for s in factor_sentences(record, reading)))
 
 
 def factor_tests_table(tests: pd.DataFrame, record: Mapping) -> pd.DataFrame:
@@ -1349,17 +886,6 @@ def factor_tests_table(tests: pd.DataFrame, record: Mapping) -> pd.DataFrame:
     table = table.set_index("measure")[["mean difference", "p (paired t)", "p (Holm)", "non-overlap verdict"]]
     return table.rename_axis(f"{tests['variant'].iloc[0]} − {record['base_variant']}")
 
-
-def factor_tests_text(tests: pd.DataFrame, chance: float, seeds: int):
-    """What the paired tests of a with/without record say, in two sentences: the non-overlap rule's
-    false-alarm chance with ``seeds`` seeds (`teaching.chance_of_no_overlap`), and the smallest
-    Holm-adjusted p-value of `teaching.sweep_comparisons` with what it shows. Returns a `Markdown`."""
-    smallest = tests["p (Holm)"].min()
-    return _markdown(
-        f"With no effect at all, the non-overlap rule calls a difference {chance:.0%} of the time with {seeds} seeds "
-        f"per variant. The paired t-test, Holm-corrected over both measures, gives p = {smallest:.2f} at best: "
-        + ("no difference is shown, and none is ruled out either." if smallest >= 0.05 else
-           "below the 5 % level, a difference (exploratory with so few seeds)."))
 
 
 def factor_method(record: Mapping) -> MethodNote:

@@ -13,7 +13,6 @@ from typing import Iterable
 import pandas as pd
 
 from ..errors import InputError
-from ..metrics import TIE_MARGIN, stored_verdict, verdict_reason
 
 
 #: The keys of :func:`finrl_tutorial.provenance.machine` that a JSON-lines record carries at its top level.
@@ -116,27 +115,6 @@ def rollout_share_table(records: Iterable[dict] | pd.DataFrame, layout: str = "v
     }, index=pd.Index(rows["num_envs"].astype(int).to_numpy(), name="envs"))
 
 
-def gpu_summary(gpu_records: Iterable[dict] | pd.DataFrame, reference: float) -> list[str]:
-    """Sentences from ``bench gpu`` records: the best env rate, the rate at 4,096 envs × 15 stocks,
-    each against ``reference`` env-steps/s, and the rollout and training rates."""
-    gpu = _frame(gpu_records)
-    sweep = gpu[(gpu["bench"] == "env") & gpu["env_steps_per_s"].notna()] if "env_steps_per_s" in gpu else gpu.iloc[:0]
-    lines = []
-    if len(sweep):
-        best = sweep["env_steps_per_s"].max()
-        lines.append(f"Best measured: {best:,.0f} env-steps/s ({best / reference:,.0f}× the reference).")
-        at_4096 = sweep[(sweep["num_envs"] == 4096) & (sweep["stocks"] == 15)]
-        if len(at_4096):
-            same = at_4096["env_steps_per_s"].max()
-            lines.append(f"At the reference's own shape (4,096 envs × 15 stocks): {same:,.0f} env-steps/s, "
-                         f"{same / reference:,.1f}× the reference.")
-    for r in gpu[gpu["bench"].isin(["rollout", "train"])].to_dict("records"):
-        value = r.get("env_steps_per_s") if r["bench"] == "rollout" else r.get("samples_per_s")
-        if value is not None and value == value:
-            lines.append(f"{r['bench']} ({r.get('mode', 'eager')}), {int(r['num_envs']):,} envs: {value:,.0f} per second.")
-    return lines
-
-
 def peer_summary(peer_records: Iterable[dict]) -> dict:
     """The ``summary`` record of a ``bench peers`` file: one run per file (the readings pair each
     summary's ratios with the repeats of its own run, so two runs in one file would mix)."""
@@ -172,79 +150,3 @@ def _round_ratios(peer_records: list[dict], key: str) -> list[float]:
     return [a / b for a, b in zip(runs_of[numerator], runs_of[denominator])]
 
 
-def peer_ratio_table(peer_records: Iterable[dict]) -> pd.DataFrame:
-    """Ours ÷ peer: the ratio of medians and the range of the round-by-round ratios."""
-    records = list(peer_records)
-    ratios = peer_summary(records)["ratios"]
-    rounds = {key: _round_ratios(records, key) for key in ratios}
-    return pd.DataFrame({"ratio of medians": ratios,
-                         "round by round: min": {k: min(v) for k, v in rounds.items()},
-                         "max": {k: max(v) for k, v in rounds.items()}})
-
-
-def peer_target_lines(peer_records: Iterable[dict]) -> list[str]:
-    """Each target of the peers record (met or not, with its round-by-round range), the peers that
-    were skipped, and whether ElegantRL ran on a GPU in this record."""
-    records = list(peer_records)
-    summary = peer_summary(records)
-    lines = []
-    for name, target in summary["targets"].items():
-        verdict = {True: "met", False: "**not met**", None: "not comparable (other stock count)"}[target["met"]]
-        rounds = _round_ratios(records, f"{target['best']}/{name.split('_vs_')[1]}")
-        lines.append(f"* `{name}`: {target['ratio']:,.1f}× with `{target['best']}` (round by round "
-                     f"{min(rounds):,.1f}× .. {max(rounds):,.1f}×; target {target['target']:.0f}×): {verdict}.")
-    if not any(r.get("library") == "elegantrl" and r.get("device", "cpu") != "cpu" for r in records):
-        classes = sorted({r["env"].rsplit(".", 1)[-1] for r in records if r.get("library") == "elegantrl" and r.get("env")})
-        named = f" ({', '.join(f'`{name}`' for name in classes)})" if classes else ""
-        lines.append(f"* ElegantRL's vectorised env{named} ran on the CPU only in this record: no GPU figure of it "
-                     "is measured here.")
-    finrl = [r.get("imported") for r in records if r.get("label") == "finrl_env" and r.get("imported")]
-    if finrl:
-        lines.append(f"* FinRL's env was imported from its {finrl[0]}.")
-    for name in summary.get("skipped", {}):
-        lines.append(f"* `{name}` could not run on this machine; the ratios that need it are missing.")
-    return lines
-
-
-def full_run_commentary(report: dict, margin: float | None = None) -> list[str]:
-    """What a committed multi-seed ``report.json`` says, computed from it: the agent's test Sharpe
-    (mean ± std over seeds) against each baseline, the bootstrap interval against equal-weight
-    buy-and-hold and its verdict (recomputed from the interval with the tie margin ``margin``; None:
-    the report's own, else `finrl_tutorial.metrics.TIE_MARGIN`), the spread of the seeds, and the
-    validation Sharpes."""
-    agent, std = report["agent"], report["agent_std"]
-    seeds = report["seeds"]
-    baselines = report["baselines"]
-    hold = baselines["equal_weight_buy_and_hold"]
-    versus = report["sharpe_vs_buy_and_hold"]
-    # recomputed from the stored bounds: reports written before the tie margin call every interval holding 0 a tie
-    margin = versus.get("margin", TIE_MARGIN) if margin is None else margin
-    verdict = stored_verdict(versus, margin)
-    per_seed = [row["sharpe_ratio"] for row in report["agent_per_seed"].values()] \
-        if isinstance(report["agent_per_seed"], dict) else [row["sharpe_ratio"] for row in report["agent_per_seed"]]
-    lines = [
-        f"* Test Sharpe of the agent: {agent['sharpe_ratio']:.2f} ± {std['sharpe_ratio']:.2f} over "
-        f"{len(seeds)} seeds (seeds range {min(per_seed):.2f} .. {max(per_seed):.2f}); equal-weight "
-        f"buy-and-hold {hold['sharpe_ratio']:.2f}.",
-        f"* Sharpe difference against buy-and-hold: {versus['difference']:+.2f}, 95 % paired block-bootstrap "
-        f"interval [{versus['low']:+.2f}, {versus['high']:+.2f}]: **{verdict}**"
-        + (f" ({verdict_reason(verdict, margin, versus['low'], versus['high'])})." if verdict in ("tie", "inconclusive")
-           else "."),
-    ]
-    others = {name: row["sharpe_ratio"] for name, row in baselines.items() if name != "equal_weight_buy_and_hold"}
-    if others:
-        within = [name for name, value in others.items() if abs(value - agent["sharpe_ratio"]) <= std["sharpe_ratio"]]
-        lines.append("* Other baselines' test Sharpe: " + ", ".join(f"{n} {v:.2f}" for n, v in others.items())
-                     + (f"; within one seed-std of the agent: {', '.join(within)}." if within
-                        else "; none within one seed-std of the agent."))
-    lines.append(f"* Return: agent {agent['cumulative_return']:+.1%} ± {std['cumulative_return']:.1%}, "
-                 f"buy-and-hold {hold['cumulative_return']:+.1%}; turnover {agent['turnover']:.2%} a day "
-                 f"against buy-and-hold's {hold['turnover']:.2%}.")
-    valid = report.get("valid_sharpe_per_seed")
-    if valid:
-        values = list(valid.values()) if isinstance(valid, dict) else list(valid)
-        sign = ("negative for every seed" if max(values) < 0 else "positive for every seed" if min(values) > 0
-                else "of both signs across seeds")
-        lines.append(f"* Validation Sharpe (the year that chose each checkpoint): {min(values):.2f} .. "
-                     f"{max(values):.2f}, {sign}.")
-    return lines

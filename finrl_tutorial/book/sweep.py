@@ -63,34 +63,6 @@ def describe(record: dict, measure: str = "final_valid_sharpe") -> list[str]:
     return sentences
 
 
-def along_the_curve(record: dict) -> list[str]:
-    """One sentence per market and variant: at which validations (the same index on every
-    variant's grid) all its seeds lay above or below all of the base's, computed from the record."""
-    base_name = record.get("base_variant", "base")
-    groups: dict[tuple, list[dict]] = {}
-    for run in record["runs"]:
-        groups.setdefault((run["market"], run["variant"]), []).append(run)
-    sentences = []
-    for (market, variant), group in groups.items():
-        base = groups.get((market, base_name))
-        if variant == base_name or base is None:
-            continue
-        apart = []
-        for i, evaluation in enumerate(group[0]["evaluations"]):
-            outcome = verdict([r["evaluations"][i]["valid_sharpe"] for r in group],
-                              [r["evaluations"][i]["valid_sharpe"] for r in base])
-            if outcome in ("higher", "lower"):
-                apart.append((evaluation["env_steps"], outcome))
-        if not apart:
-            sentences.append(f"{market}: {variant}'s seed range overlapped the base's at every validation.")
-            continue
-        words = sorted({outcome for _, outcome in apart})
-        steps = ", ".join(f"{steps:,}" for steps, _ in apart)
-        sentences.append(f"{market}: {variant} was {' or '.join(words)} than every seed of the base at "
-                         f"{len(apart)} of {len(group[0]['evaluations'])} validations (env-steps {steps}).")
-    return sentences
-
-
 def sweep_caption(record: dict, name: str, reader_out: str | None = None) -> str:
     """Where a sweep record comes from, for a caption: date, machine, seeds, budget and the
     command(s) that made it (a merged record lists the commands of its parts). With

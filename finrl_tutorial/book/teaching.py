@@ -18,10 +18,9 @@ import torch
 
 __all__ = ["t_interval", "holm", "chance_of_no_overlap", "paired_captures", "sweep_comparisons",
            "parameter_distance", "portfolio_distance", "walkforward_table", "walkforward_checkpoints",
-           "walkforward_verdicts", "realistic_learning_table", "budget_table", "informed_oracle_table", "planted_edge_reading",
-           "three_answers", "overfitting_table", "pbo_example", "reader_command", "paired_by_family",
-           "signal_rule_comparison", "signal_rule_sentence", "capture_gaps", "capture_gaps_text",
-           "undefined_captures", "VERDICT_PHRASES"]
+           "walkforward_verdicts", "realistic_learning_table", "budget_table", "informed_oracle_table",  "overfitting_table", "pbo_example", "reader_command", "paired_by_family",
+           "signal_rule_comparison", "capture_gaps", "capture_gaps_text",
+           "undefined_captures"]
 
 
 def t_interval(values: Sequence[float], level: float = 0.95) -> dict:
@@ -301,65 +300,6 @@ def informed_oracle_table(record: Mapping) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values(["ic", "stocks", "market (seed)"]).set_index(["ic", "stocks", "market (seed)"])
 
 
-def planted_edge_reading(learn: Mapping, select: str = "best") -> dict:
-    """The strong planted edges of ``bench_learn.json`` at the default budget: the range of the
-    pooled capture of the signal rule over the signal families (PPO and A2C), the number of
-    (family, learner) cells, and the agent's and the signal rule's excess on the control market."""
-    budget = max(row["run_steps"] for row in learn["summary"] if row["learner"] in ("ppo", "a2c"))
-    rows = [row for row in _full_budget_rows(learn["summary"], select) if row["run_steps"] == budget]
-    planted = [row for row in rows if row["family"] != "none"]
-    control = [row for row in rows if row["family"] == "none"]
-    captures = [row["capture_pooled"] for row in planted]
-    return {"budget": budget, "cells": len(planted), "capture_min": min(captures), "capture_max": max(captures),
-            "ic": sorted({row["ic"] for row in planted if row.get("ic") is not None}),
-            "stocks": sorted({row.get("stocks", 10) for row in planted}),
-            "markets": sorted({row["seeds"] for row in planted}),
-            "control_agent_excess": [row["test_excess_mean"] for row in control],
-            "control_oracle_excess": [row["oracle_excess_mean"] for row in control]}
-
-
-#: How a verdict against buy-and-hold reads in a sentence.
-VERDICT_PHRASES = {"beats": "beats buy-and-hold", "loses": "loses to buy-and-hold", "tie": "a tie with buy-and-hold",
-                   "inconclusive": "inconclusive against buy-and-hold"}
-
-
-def three_answers(learn: Mapping, realistic: Mapping, walkforward: Mapping,
-                  margin: float | None = None) -> list[str]:
-    """The three sentences chapter 1 ends its yardsticks with, each computed from its record: what
-    the agent captures of a planted strong edge, of a realistic one, and what real data says (the
-    walk-forward verdicts recomputed with the tie margin ``margin``, as `walkforward_verdicts`)."""
-    strong = planted_edge_reading(learn)
-    cells = realistic_learning_table(realistic)
-    verdicts = walkforward_verdicts(walkforward, margin=margin)
-    untrained = walkforward_verdicts(walkforward, "untrained_vs_equal_weight", margin=margin)
-    realistic_parts = []
-    for (ic, stocks, learner), row in cells.iterrows():
-        markets = f"{row['markets']} market" + ("s" if row["markets"] != 1 else "")
-        simple = row["signal rule captured (pooled)"]
-        simple = (f"{simple:.2f} of the signal rule's" if simple is not None and not pd.isna(simple) else
-                  "the signal rule made no excess return there, pooled")
-        realistic_parts.append(f"IC {ic:g} × {stocks} stocks, {markets}: "
-                               f"{row['informed oracle captured (pooled)']:.2f} of the informed oracle's excess return, "
-                               f"{simple}")
-    years = [year for year in verdicts if year != "pooled"]
-    same = len(set(verdicts.values())) == 1
-    real = (f"on real data (sse15, test years {', '.join(years)}): "
-            + (f"{VERDICT_PHRASES[verdicts[years[0]]]} in every year and pooled" if same else
-               ", ".join(f"{year} {verdict}" for year, verdict in verdicts.items()))
-            + (", and the untrained network's verdicts are the same." if untrained == verdicts else "."))
-    return [
-        f"On a strong planted edge (daily IC {', '.join(f'{v:g}' for v in strong['ic'])} on "
-        f"{', '.join(map(str, strong['stocks']))} stocks, {strong['cells']} family × learner cells): the agent "
-        f"earns {strong['capture_min']:.2f} to {strong['capture_max']:.2f} times the signal rule's excess return "
-        "pooled over the markets (the rule that knows the sign of each expected return); market by market, "
-        f"{signal_rule_sentence(signal_rule_comparison(learn, run_steps=strong['budget']))}. "
-        "This shows that it learns, not how close it gets to the best possible.",
-        "At realistic strength, against the informed oracle (the best rule on validation that knows the true "
-        "expected returns): " + "; ".join(realistic_parts) + ".",
-        real[0].upper() + real[1:],
-    ]
-
-
 def overfitting_table(sweep: Mapping) -> pd.DataFrame:
     """The ``overfitting`` part of a ``bench sweep`` record, one row per market: the trials the best
     was chosen from, the chosen checkpoint, its validation Sharpe against the Sharpe the best of that
@@ -518,34 +458,6 @@ def signal_rule_comparison(learn: Mapping, learners: Sequence[str] = ("ppo", "a2
     significant = table["p (Holm)"] < level
     table["verdict"] = np.where(significant, np.where(table["mean difference"] > 0, "beats", "loses"), "inconclusive")
     return table.set_index(["learner", "family"])
-
-
-def signal_rule_sentence(table: pd.DataFrame) -> str:
-    """What a `signal_rule_comparison` table says, in one sentence computed from it: how many
-    per-family intervals exclude 0, which verdicts survive Holm's correction, and the all-families rows."""
-    phrase = {"beats": "beats the signal rule", "loses": "loses to the signal rule", "inconclusive": "inconclusive"}
-    families = table.index.get_level_values("family")
-    per_family, pooled = table[families != "all families"], table[families == "all families"]
-    excluded = int(((per_family["low"] > 0) | (per_family["high"] < 0)).sum())
-    called = per_family[per_family["verdict"] != "inconclusive"]
-    text = (f"the agent's excess return minus the signal rule's on the same market (test split, over buy-and-hold) "
-            f"has a 95 % interval that excludes 0 in "
-            f"{excluded} of {len(per_family)} (learner, family) cells, {'but' if excluded else 'and'} after Holm's "
-            f"correction over the "
-            f"{len(table)} verdicts drawn ")
-    if called.empty:
-        text += (f"no single family is called: inconclusive in each ({per_family['markets'].min()} to "
-                 f"{per_family['markets'].max()} markets per family)")
-    else:
-        text += ("only " + ", ".join(f"{learner.upper()} {family} {phrase[row['verdict']]}"
-                                     for (learner, family), row in called.iterrows())
-                 + f", the other {len(per_family) - len(called)} families inconclusive")
-    if len(pooled):
-        text += "; over all signal families together " + ", ".join(
-            f"{learner.upper()} ({row['markets']} markets) {row['mean difference']:+.1%} "
-            f"[{row['low']:+.1%}, {row['high']:+.1%}]: {phrase[row['verdict']]}"
-            for (learner, _), row in pooled.iterrows())
-    return text
 
 
 def capture_gaps(learn: Mapping, a: tuple[str, int, str], b: tuple[str, int, str]) -> pd.DataFrame:

@@ -1,10 +1,11 @@
-"""Chapter 3's readings: the tables, sentences and figures around the single-file PPO and A2C.
+"""Chapter 3's readings: the tables and figures around the single-file PPO and A2C.
 
 The chapter keeps the ideas in its own cells (the reward of one trading day, the exact gradient, the
-score-function estimator, the clipped objective, the training loop); this module holds what turns
-their tensors and the committed ``bench learn`` record into a table, a sentence or a figure. Each
-function reads numbers the chapter has in hand and returns a DataFrame, an IPython ``Markdown``
-(the text itself outside IPython), a dict, or draws on a matplotlib Axes passed in; none trains.
+score-function estimator, the clipped objective, the training loop) and its prose in Markdown; this
+module holds what turns their tensors and the committed ``bench learn`` record into a table, a
+folded method note, the measured box or a figure. Each function reads numbers the chapter has in
+hand and returns a DataFrame, a dict or a folded block, or draws on a matplotlib Axes passed in;
+none trains.
 """
 from __future__ import annotations
 
@@ -15,15 +16,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 import torch
-from .folded import MethodNote, how_measured, markdown as _markdown
+from .folded import MethodNote, how_measured
 
-__all__ = ["line_counts", "finite_difference", "estimator_table", "exact_gradient_text", "rms_error_of_averages",
-           "samples_for_unit_error", "variance_ratio", "baseline_text", "plot_estimates", "plot_error_against_samples",
-           "fresh_policy_text", "replay", "noise_cost_table", "noise_cost_text", "gae_reach_days",
-           "gae_summary_text", "plot_gae_reach", "gamma_records_table",
+__all__ = ["line_counts", "finite_difference", "estimator_table", "rms_error_of_averages",
+           "samples_for_unit_error", "variance_ratio", "plot_estimates", "plot_error_against_samples",
+           "replay", "noise_cost_table", "gae_reach_days",
+           "plot_gae_reach", "gamma_records_table",
            "plot_objectives", "run_row", "plot_validation_curves", "sb3_steps", "sb3_families", "learner_rows",
-           "record_columns", "record_side_by_side", "style_side_by_side", "interval_table", "paired_text", "MethodNote",
-           "method_note", "learn_method_note", "chapter_box"]
+           "record_columns", "record_side_by_side", "style_side_by_side", "interval_table", "MethodNote",
+           "learn_method_note", "chapter_box"]
 
 NO_BASELINE, WITH_BASELINE = "no baseline", "baseline b(s) = V(s)"
 """The two estimators of 3.0, as the chapter names them (the rows of `estimator_table`)."""
@@ -82,17 +83,6 @@ def estimator_table(estimates: Mapping[str, torch.Tensor], exact: torch.Tensor, 
     return pd.DataFrame(rows).T
 
 
-def exact_gradient_text(exact: torch.Tensor, exact_se: float, along_fd: float, env_gap: float):
-    """Two sentences on the exact gradient of the one-day problem: its length with its standard
-    error, the finite difference that checks it, and how far the env's own reward (fees, slippage,
-    lots) lies from the frictionless reward the problem uses. Returns a ``Markdown``."""
-    return _markdown(
-        f"The exact gradient has length |∇J| = {float(exact.norm()):.4f} (± {exact_se:.4f}), and a central finite "
-        f"difference of J along it gives {along_fd:.4f}: the pathwise gradient is the derivative of J. The env's own "
-        f"reward for the mean portfolio, minus this frictionless one, is {env_gap:+.3f} on average: its fees, "
-        "slippage and lot rounding.")
-
-
 def rms_error_of_averages(g: torch.Tensor, exact: torch.Tensor, group_sizes: Iterable[int]) -> list[float]:
     """For each ``m`` of ``group_sizes``: the RMS error, relative to ``|exact|``, of the average of
     ``m`` consecutive batch estimates of ``g`` (shape (batches, parameters)); the batches that do not
@@ -115,21 +105,6 @@ def variance_ratio(table: pd.DataFrame, with_baseline: str = WITH_BASELINE, with
     """Variance per batch with the baseline over the variance without it, from an `estimator_table`."""
     column = table["variance per batch (trace)"]
     return float(column[with_baseline] / column[without])
-
-
-def baseline_text(table: pd.DataFrame, needed: Mapping[str, float], minibatch: int,
-                  with_baseline: str = WITH_BASELINE, without: str = NO_BASELINE):
-    """One sentence on what the baseline buys, from an `estimator_table` and `samples_for_unit_error`:
-    the variance ratio, the factor it puts on the RMS error of an average of any size (its square
-    root), and how many samples the estimate with the baseline needs for an error as large as the
-    gradient, against the ``minibatch`` of PPO. Returns a ``Markdown``."""
-    ratio, samples = variance_ratio(table, with_baseline, without), needed[with_baseline]
-    effect = "cuts" if ratio < 1 else "raises"
-    side = "more than" if samples > minibatch else "no more than"
-    return _markdown(
-        f"The baseline {effect} the variance per batch to {ratio:.2f} of that without one. So it puts a factor of "
-        f"about √{ratio:.2f} = {math.sqrt(ratio):.2f} on the error of an average of any size. Even with it, an error no "
-        f"larger than the gradient itself takes about {samples:,.0f} samples, {side} one PPO minibatch of {minibatch:,}.")
 
 
 def plot_estimates(estimates: Mapping[str, torch.Tensor], exact: torch.Tensor, per_batch: int, ax) -> None:
@@ -174,18 +149,6 @@ def plot_error_against_samples(estimates: Mapping[str, torch.Tensor], exact: tor
 
 # --------------------------------------------------------------------------- 3.2-3.4 network, rollout, GAE
 
-def fresh_policy_text(target: torch.Tensor, action_std: float):
-    """One sentence on a fresh policy's deterministic portfolio ``target`` (rows of target weights,
-    cash the rest): how far its weights lie from equal weight in cash and every stock, and the
-    standard deviation of the noise on its per-stock scores. Returns a ``Markdown``."""
-    equal = 1 / (target.shape[-1] + 1)
-    off = float((target - equal).abs().max())
-    return _markdown(
-        f"A fresh policy's portfolio is equal weight: every stock's weight lies within {off:.4f} of "
-        f"1/{target.shape[-1] + 1} = {equal:.4f}, cash holds the rest, and the noise on its per-stock scores has a standard "
-        f"deviation of {action_std:.2f}.")
-
-
 def replay(split, policy: Callable[[torch.Tensor], torch.Tensor], days: int, num_envs: int = 8, seed: int = 0) -> dict:
     """Runs ``policy`` (observations → target weights) on a fresh ``VecStockTradingEnv`` of ``split``
     (``num_envs`` accounts from the start days of ``seed``) for ``days`` days, without gradients and
@@ -218,31 +181,10 @@ def noise_cost_table(sampled: Mapping, held: Mapping) -> pd.DataFrame:
                          for name, r in rows.items()}).T.round(3)
 
 
-def noise_cost_text(sampled: Mapping, held: Mapping):
-    """Why a fresh policy's rollout loses money, from two `replay` results: how many times the mean
-    portfolio's turnover the noisy samples trade, and the fees they pay. Returns a ``Markdown``."""
-    times = sampled["traded"] / held["traded"] if held["traded"] > 0 else math.inf
-    much = f"{times:.0f} times as much of the initial cash a day as" if math.isfinite(times) else "every day, unlike"
-    return _markdown(
-        f"The noisy samples trade {much} the mean portfolio and pay {sampled['fees']:.3f} a day in fees alone "
-        "(slippage comes on top): the wide exploration noise of 3.2 draws a new portfolio every day, and the "
-        "rollout pays for each move.")
-
-
 def gae_reach_days(gamma: float, lam: float, level: float = 0.1) -> int:
     """The first number of days ``k`` at which the weight ``(γλ)^k`` of a TD error ``k`` days ahead in
     GAE's advantage falls below ``level`` (10 %): ``ceil(log(level) / log(γλ))``."""
     return math.ceil(math.log(level) / math.log(gamma * lam))
-
-
-def gae_summary_text(gamma: float, lam: float):
-    """The summary's line on GAE: what λ = 0 and λ = 1 give, and after how many trading days
-    (`gae_reach_days`) the weight of a TD error falls below 10 % at the defaults ``gamma`` and ``lam``.
-    Returns a ``Markdown``."""
-    return _markdown(
-        "* GAE blends one-step TD errors (λ = 0: low variance, biased by the critic) and Monte Carlo returns "
-        f"(λ = 1: unbiased, noisy). With the defaults (γ = {gamma}, λ = {lam}) the weight of a TD error falls "
-        f"below 10 % after {gae_reach_days(gamma, lam)} trading days (3.4).")
 
 
 def plot_gae_reach(gamma: float, lam: float, ax, days: int = 60, lambdas: Sequence[float] | None = None) -> None:
@@ -397,58 +339,6 @@ def interval_table(versus: Mapping[str, Mapping]) -> pd.DataFrame:
                          for name, v in versus.items()}).T
 
 
-_LEARNER_NAMES = {"ppo": "PPO", "a2c": "A2C", "sb3_ppo": "SB3 PPO"}
-
-
-def _markets_by_family(pairs: pd.DataFrame) -> str:
-    """The markets of `teaching.paired_captures` by family, as their seeds: "factor 0, 1; momentum 0, 1, 2"."""
-    return "; ".join(f"{family} {', '.join(str(int(m)) for m in group['market'])}"
-                     for family, group in pairs.groupby("family", sort=True))
-
-
-def paired_text(learn: Mapping, by_family: pd.DataFrame, comparisons: Mapping[str, tuple[tuple, tuple]],
-                brief: bool = False):
-    """The committed paired comparisons in words, one bullet per comparison of ``comparisons`` (a
-    name of ``by_family``'s first level and the ``(a, b)`` pair of `teaching.paired_captures`):
-    the (family, market) pairs both learners ran, named by family and market seed; the mean
-    difference in capture with its uncorrected 95 % interval; whether that interval contains 0; and
-    the verdict after Holm's correction (`teaching.paired_by_family`), pooled and per family.
-    ``brief`` gives one sentence per comparison (the chapter's summary). Returns a ``Markdown``."""
-    from . import teaching
-
-    bullets = []
-    for name, (a, b) in comparisons.items():
-        pairs = teaching.paired_captures(learn, a, b)
-        rows = by_family.loc[name]
-        pooled, families = rows.loc["all families"], rows.drop(index="all families")
-        words = {"inconclusive": "inconclusive", "first ahead": f"{_LEARNER_NAMES.get(a[0], a[0])} ahead",
-                 "second ahead": f"{_LEARNER_NAMES.get(b[0], b[0])} ahead"}
-        interval = f"{pooled['mean difference']:+.2f}, 95 % interval [{pooled['low']:+.2f}, {pooled['high']:+.2f}]"
-        where = (f"{int(pooled['pairs'])} (family, market) pairs both ran, by market seed: "
-                 f"{_markets_by_family(pairs)}")
-        if brief:
-            bullets.append(f"* **{name}**, {where}. Mean difference in capture {interval} (uncorrected); "
-                           f"{words[pooled['verdict']]} after Holm's correction.")
-            continue
-        side = ("contains 0" if pooled["low"] <= 0 <= pooled["high"]
-                else "lies above 0" if pooled["low"] > 0 else "lies below 0")
-        per_family = set(families["verdict"])
-        if len(per_family) == 1:
-            family_words = f"{words[per_family.pop()]} in each of its {len(families)} families"
-        else:
-            family_words = "per family: " + ", ".join(f"{family} {words[v]}" for family, v in families["verdict"].items())
-        bullets.append(
-            f"* **{name}**: {where}. The mean difference in capture is {interval}. The uncorrected interval {side}. "
-            f"After Holm's correction over every row of the table: {words[pooled['verdict']]} "
-            f"(p = {pooled['p (Holm)']:.2f}), and {family_words}.")
-    return _markdown("\n".join(bullets))
-
-
-def method_note(paragraphs: Sequence[str], title: str = "How this was measured") -> MethodNote:
-    """A folded "How this was measured" block holding ``paragraphs`` (`folded.how_measured`)."""
-    return how_measured(*paragraphs, title=title)
-
-
 def learn_method_note(learn: Mapping, comparisons: Mapping[str, tuple[tuple, tuple]]) -> MethodNote:
     """How section 3.7's record was measured, read from the ``bench learn`` record: its date, cores
     and threads; the time per run of our PPO and SB3's at SB3's env-steps (a wall time, not a speed
@@ -475,11 +365,13 @@ def learn_method_note(learn: Mapping, comparisons: Mapping[str, tuple[tuple, tup
 
 
 def chapter_box(comparison: pd.DataFrame, budget: int, file_lines: pd.DataFrame, losses: Mapping,
-                gradients: pd.DataFrame, versus: Mapping[str, Mapping]):
+                gradients: pd.DataFrame, versus: Mapping[str, Mapping], loop_sharpe: pd.DataFrame | None = None):
     """The box at the end of chapter 3 (`finrl_tutorial.book.measured_box`): this run's PPO-A2C test
     capture and budget, the length of ``agents/ppo.py`` (`line_counts`), one update's minibatches
     and clip fraction, the baseline's variance ratio and each estimator's z from 3.0
-    (`estimator_table`), and the committed record's uncorrected paired intervals (``versus``)."""
+    (`estimator_table`), 3.6's validation Sharpe before and after the loop (``loop_sharpe``: its
+    first row the untrained agent, its second the trained one, one column), and the committed
+    record's uncorrected paired intervals (``versus``)."""
     from . import measured_box
 
     capture = comparison["test: signal rule's excess captured"]
@@ -494,6 +386,9 @@ def chapter_box(comparison: pd.DataFrame, budget: int, file_lines: pd.DataFrame,
             "policy-gradient variance, baseline V(s) / none (one day, 64 states)": f"{variance_ratio(gradients):.2f}",
             "score-function mean minus exact gradient, in standard errors (3.0)": ", ".join(
                 f"{name} {value:+.1f}" for name, value in z.items()),
+            **({} if loop_sharpe is None else {
+                "the loop on 1.9's planted edge (3.6), validation Sharpe untrained → trained":
+                    f"{loop_sharpe.iloc[0, 0]:.2f} → {loop_sharpe.iloc[1, 0]:.2f}"}),
         },
         committed={f"{name} (bench_learn.json, uncorrected)": f"{v['mean']:+.2f} [{v['low']:+.2f}, {v['high']:+.2f}] "
                                                                f"over the {v['n']} (family, market) pairs both ran"

@@ -1,24 +1,24 @@
-"""Chapter 4's readings: rollout workers, the live comparison, the committed ``bench scale`` record.
+"""Chapter 4's tables, figures and folded blocks: rollout workers, the live comparison, the committed
+``bench scale`` record.
 
-The chapter trains a few layouts itself (`live_table`, `live_reading`) and reads the quiet record
+The chapter trains a few layouts itself (`live_table`, `live_view`) and reads the quiet record
 through the shared functions of `finrl_tutorial.book.scale` (`speedups`, `phase_table`,
-`fit_cost_model`, `project`); this module turns their results into the chapter's figures, small
-tables and sentences. Every number in a sentence is computed here from what the caller passes in;
-every ``N×`` names its baseline. Method details (rounds, load averages, the record's command) go
-into a collapsed block, `method_note`, that the chapter shows at the end of a section.
+`fit_cost_model`, `project`); this module turns their results into the chapter's figures and small
+tables, and the chapter states what they say in its own Markdown. Method details (rounds, load
+averages, the record's command) go into a collapsed block, `method_note`, that the chapter shows at
+the end of a section. `load_range` names the load averages of chapters 4, 5 and 8.
 """
 from __future__ import annotations
 
 import math
 import os
-import re
 from typing import Iterable, Mapping
 
 import pandas as pd
 
 from ..training.workers import DEFAULT_LEARNER_THREADS
 from . import scale
-from .folded import MethodNote, how_measured, markdown as _md
+from .folded import MethodNote, how_measured
 from .teaching import reader_command
 
 
@@ -160,38 +160,6 @@ def live_view(live: pd.DataFrame):
                                "÷ fastest in-process trainer": "{:.2f}×"})
 
 
-def default_live_row(live: pd.DataFrame, cores: int) -> str:
-    """The row of `live_table` that ran the pool's default: two workers, the update on
-    `DEFAULT_LEARNER_THREADS` (at most ``cores``) threads."""
-    threads = min(DEFAULT_LEARNER_THREADS, max(1, int(cores)))
-    rows = live.index[(live["workers"] == 2) & (live["update threads"] == threads)]
-    if len(rows) == 0:
-        raise ValueError(f"no live run of two workers with the update on {threads} thread(s)")
-    return str(rows[-1])
-
-
-def live_reading(live: pd.DataFrame, cores: int, fast: bool | None = None):
-    """One paragraph (Markdown) on the live runs of `live_table`: the default layout's samples/s ÷ the
-    fastest in-process trainer's, with both named; that one short run is a noisy draw (a small
-    budget in fast mode, ``fast`` default `finrl_tutorial.book.FAST`); and, when some run ended with
-    a load average above ``cores``, that the machine was busy and one learner thread is the safer choice."""
-    if fast is None:
-        from . import FAST as fast
-    baseline, default = fastest_trainer(live), default_live_row(live, cores)
-    ratio = float(live.loc[default, "÷ fastest in-process trainer"])
-    text = (f"In this run the pool's default layout ({default}) made {ratio:.2f}× the samples/s of the fastest "
-            f"in-process trainer (here the {baseline}). The table sets every layout against that same baseline. "
-            + ("This is fast mode's small budget, a few iterations: it shows the mechanics, not a finding. "
-               if fast else "One short run is one noisy draw, not a finding. ")
-            + "Section 4.4 reads the committed record, which repeats every layout and times each phase.")
-    loads = live["load average"].astype(float)
-    if loads.notna().any() and loads.max() > cores:
-        text += ("\n\nThe machine was busy while these runs trained: more processes wanted a core than it has. Then "
-                 "two learner threads wait for each other, the effect 4.5 measures under load; on such a machine "
-                 "pass `learner_threads=1`.")
-    return _md(text)
-
-
 def live_method(live: pd.DataFrame, cores: int, total_steps: int) -> MethodNote:
     """The collapsed block at the end of 4.3: each live run's budget, what is and is not timed, and
     the range of the load averages the runs ended at (from `live_table`)."""
@@ -264,43 +232,6 @@ def _default_label(table: pd.DataFrame) -> str:
     """The two-worker row of `speedups` that runs the pool's default learner threads."""
     _, one_thread, two_threads = worker_labels(table)
     return two_threads if DEFAULT_LEARNER_THREADS == 2 else one_thread
-
-
-def speedup_reading(table: pd.DataFrame):
-    """The reading of `speedups` (trainer and workers layouts) as Markdown: the baseline named and
-    why it is a fair one, each worker layout's speed-up against it in words (`speedup_text`, with
-    the verdict of its rounds), and what the verdicts add up to (computed from them)."""
-    one_worker, one_thread, two_threads = worker_labels(table)
-    baseline = table["baseline"].iloc[0]
-    default = _default_label(table)
-
-    def mark(label: str) -> str:
-        return " (the pool's default)" if label == default else ""
-
-    threads = re.search(r"(\d+) threads", baseline)
-    cores = (f" that may use as many cores as two workers do ({threads.group(1)} torch threads)"
-             if threads and int(threads.group(1)) >= 2 else "")
-    lines = [f"Every ratio below is against the fastest in-process trainer, the **{baseline}**: a single process"
-             f"{cores}, measured in the same rounds.", "",
-             f"* **One worker:** {scale.speedup_text(table, one_worker)}. It does the trainer's work plus a hand-off "
-             "every iteration.",
-             f"* **Two workers, update on one thread{mark(one_thread)}:** {scale.speedup_text(table, one_thread)}.",
-             f"* **Two workers, update on two threads{mark(two_threads)}:** {scale.speedup_text(table, two_threads)}.",
-             ""]
-    two = table.loc[[one_thread, two_threads], "verdict"]
-    faster = [label for label in (one_thread, two_threads) if two[label] == "faster"]
-    if faster:
-        which = "both two-worker layouts were" if len(faster) == 2 else "one two-worker layout was"
-        ending = f"So on this machine {which} faster than the fastest in-process trainer in every round."
-    elif (two == "slower").all():
-        ending = ("So on this machine both two-worker layouts were slower than the fastest in-process trainer in "
-                  "every round: the workers bought nothing.")
-    else:
-        ending = ("So no two-worker layout beat the fastest in-process trainer in every round."
-                  + (" On two cores, the rounds cannot tell two workers from one process that steps all the envs."
-                     if (two == "inconclusive").all() else ""))
-    lines.append(ending + " 4.5 explains the default, 4.6 what more cores could buy.")
-    return _md("\n".join(lines))
 
 
 def _provenance(records: list[dict], name: str) -> str:
@@ -376,40 +307,6 @@ def threads_table(quiet: Mapping, loaded: Mapping):
             .set_caption("two workers, the update on one learner thread and on two"))
 
 
-def threads_reading(quiet: Mapping, loaded: Mapping, table: pd.DataFrame):
-    """What the two `learner_threads_reading`\\ s say, as Markdown: two threads against one on the
-    quiet machine (the ratio of medians and the verdict of its rounds, `speed_verdict`), the update's
-    own speed-up, what load did, and the pool's default (`DEFAULT_LEARNER_THREADS`) with where that
-    default layout ranks among the process layouts of ``table`` (`speedups` of the quiet record)."""
-    verdict = scale.speed_verdict_words(scale.speed_verdict(quiet["rounds"]))
-    update = quiet["update seconds"][1] / quiet["update seconds"][2]
-    text = [f"On the quiet machine, two workers with the update on two threads made {quiet['ratio']:.2f}× the "
-            f"samples/s of the same layout on one thread ({verdict}); the update alone ran {update:.2f}× as fast "
-            "as on one thread."]
-    if loaded["faster"] != quiet["faster"]:
-        text.append(f"Under heavy load the order reversed: two threads made {loaded['ratio']:.2f}× the samples/s "
-                    "of one thread.")
-    else:
-        text.append(f"Under heavy load the order held: two threads made {loaded['ratio']:.2f}× the samples/s of "
-                    "one thread.")
-    default = _default_label(table)
-    processes = table.loc[table["layout"] != "trainer", "median"].astype(float)
-    everything = table["median"].astype(float)
-    if everything.idxmax() == default:
-        rank = "Two workers with it made the highest median samples/s of the layouts in 4.4"
-        if table.loc[default, "verdict"] != "faster":
-            rank += ", but its rounds do not tell it apart from the fastest in-process trainer"
-    elif processes.idxmin() != default:
-        rank = "It was not the slowest layout measured"
-    else:
-        rank = "Yet it was the slowest worker layout measured"
-    text.append(f"The pool's default is therefore **{_plural(DEFAULT_LEARNER_THREADS, 'learner thread')}** "
-                "(`DEFAULT_LEARNER_THREADS`, used when `WorkerPool(learner_threads=None)`, at most the cores the "
-                "process may use). It was the faster choice on the quiet machine, the only one of the two records "
-                f"quiet enough to read speed from. {rank}.")
-    return _md(" ".join(text))
-
-
 def loaded_method(records: Iterable[dict], name: str) -> MethodNote:
     """The collapsed block at the end of 4.5: the loaded record's date, machine and command, and
     the load averages its worker and trainer runs ended at (`load_range`)."""
@@ -460,18 +357,6 @@ def fit_table(model: scale.CostModel) -> pd.DataFrame:
                                   ).rename_axis("term")
 
 
-def fit_reading(model: scale.CostModel):
-    """One or two sentences (Markdown) on a fitted workers `CostModel`: the serial fraction and the
-    bound it sets, and, for a negative fitted overhead, why the projection takes it as 0."""
-    text = (f"The update is {model.serial_fraction:.0%} of one worker's iteration: the part that more workers do not "
-            f"share. With it the model can never pass $t/s$ = {model.thread_speedup / model.serial_fraction:.1f}× "
-            "the samples/s of one worker, however many workers.")
-    if model.overhead < 0:
-        text += (" The fitted $o$ is below 0, which an added worker cannot cost: it is the noise of a two-point fit "
-                 "(compare the noise floor of 4.4), so the projection takes $o$ = 0.")
-    return _md(text)
-
-
 def projection_inputs(models: Mapping[int, scale.CostModel], table: pd.DataFrame
                       ) -> tuple[dict[str, scale.CostModel], dict[str, dict[int, tuple]]]:
     """What `plot_projection` takes for ``models`` (``{learner threads: CostModel}``): the models by
@@ -479,41 +364,6 @@ def projection_inputs(models: Mapping[int, scale.CostModel], table: pd.DataFrame
     labelled = {model_label(threads): model for threads, model in models.items()}
     measured = {model_label(threads): scale.measured_points(table, "workers", threads=threads) for threads in models}
     return labelled, measured
-
-
-def projection_reading(model: scale.CostModel, projection: pd.DataFrame, baseline: str, records: Iterable[dict]):
-    """The projection of ``model`` in words (Markdown), marked as a projection: the speed-ups of
-    `project` (``projection``, against the ``baseline`` it names) beyond the process counts the
-    ``records`` measured, the bound against one worker, and the model's assumptions, each with
-    the number it takes from the record."""
-    records = list(records)
-    measured = max(int(r["processes"]) for r in records if r.get("layout") == "workers" and "phases" in r)
-    cores = records[0]["cpu_count"]
-    beyond = [(int(p), float(row["speed-up"])) for p, row in projection.iterrows() if p > measured]
-    if not beyond:
-        raise ValueError(f"the projection holds no process count beyond the {measured} measured")
-    first, *rest = beyond
-    listed = f"{first[1]:.2f}× its samples/s with {_plural(first[0], 'worker')}" + "".join(
-        f"{' and' if k == len(rest) - 1 else ','} {speed:.2f}× with {p}" for k, (p, speed) in enumerate(rest))
-    used = model.projectable()
-    envs = int(model.samples_per_process)
-    per_worker = next((int(r["envs_per_process"]) for r in records if r.get("layout") == "workers"
-                       and r.get("envs_per_process")), None)
-    lines = [f"**Projection, not measurement.** Relative to the {baseline}, the model projects {listed}. Nothing past "
-             f"{_plural(measured, 'worker')} was measured: the record's machine has {cores} cores. The projection "
-             "assumes:", "",
-             "* one free core per worker;",
-             f"* each added worker costs what the second one cost here, at least 0: $o$ = {used.overhead:.3f} s per "
-             "iteration" + (" (the fit's negative value taken as 0)" if model.overhead < 0 else "") + ";",
-             f"* the update stays on {_plural(DEFAULT_LEARNER_THREADS, 'thread')}, "
-             f"{model.thread_speedup:.2f}× as fast "
-             "as on one, as measured with two workers;",
-             f"* the same {per_worker if per_worker else '?'} envs per worker ({envs:,} samples per worker and "
-             "iteration);",
-             f"* and the baseline as measured, the {baseline}.", "",
-             "The further the curve runs from the measured points, the more of its answer comes from these "
-             "assumptions rather than from the record."]
-    return _md("\n".join(lines))
 
 
 # --- the chapter's box ---------------------------------------------------------------------------

@@ -45,7 +45,8 @@ def run_experiment(market: PreparedMarket, config: PPOConfig, env_config: EnvCon
     """Train ``seeds`` runs (seed, seed+1, …) and backtest each on ``market.test``.
 
     Writes to ``out_dir``: ``report.json`` (with the bootstrap interval of the agent's Sharpe
-    minus buy-and-hold's, ``sharpe_vs_buy_and_hold``), ``config.json``, ``learning_curve.png``,
+    minus buy-and-hold's, ``sharpe_vs_buy_and_hold``, the days resampled; with several seeds also
+    ``sharpe_vs_buy_and_hold_seeds_and_days``, the seeds resampled as well), ``config.json``, ``learning_curve.png``,
     ``equity.png``, ``weights.png``, ``checkpoints/best.pt`` (the seed with the best *validation* Sharpe — the
     test split never chooses anything), and one ``seed_<k>/`` folder per seed when ``seeds > 1``.
     ``out_dir`` may not hold another run: ``resume=True`` continues it (each seed from its
@@ -156,7 +157,11 @@ def _run_experiment(market, config, env_config, run: Run, out_dir: Path, seeds, 
     # the untrained policy differs by seed: its mean over the seeds, like the agent's
     baselines = {"untrained_agent": _mean_std([bt.metrics["untrained_agent"] for bt in backtests])[0]} | baselines
     reference = backtests[0].records["equal_weight_buy_and_hold"].wealth
-    versus = sharpe_difference_ci([bt.records["agent"].wealth for bt in backtests], reference, margin=tie_margin)
+    agent_curves = [bt.records["agent"].wealth for bt in backtests]
+    versus = sharpe_difference_ci(agent_curves, reference, margin=tie_margin)
+    # with several seeds, the same difference with the seeds resampled too: their spread counts
+    versus_seeds = (sharpe_difference_ci(agent_curves, reference, margin=tie_margin, resample_seeds=True)
+                    if seeds > 1 else None)
     best = max(range(seeds), key=lambda i: results[i].best_valid_sharpe)
     if seeds > 1:
         source = out_dir / f"seed_{seed_list[best]}" / "checkpoints" / "best.pt"
@@ -188,6 +193,7 @@ def _run_experiment(market, config, env_config, run: Run, out_dir: Path, seeds, 
         "baselines": baselines,
         # mean over seeds of Sharpe(agent) − Sharpe(equal-weight buy-and-hold), paired block bootstrap
         "sharpe_vs_buy_and_hold": versus,
+        "sharpe_vs_buy_and_hold_seeds_and_days": versus_seeds,
         "seeds": seed_list,
         "best_seed": seed_list[best],
         "env_steps": env_steps,
