@@ -122,3 +122,38 @@ def loaded():
     """The committed ``bench scale`` record of the same command under heavy load."""
     from finrl_tutorial.book import read_records, scale
     return read_records(scale.LOADED_SCALE_RECORD)
+
+
+def _committed(name: str):
+    from finrl_tutorial.book import read_records
+    return read_records(name)[0]
+
+
+@pytest.fixture(scope="session")
+def learn():
+    """The committed ``bench learn`` record of the planted-edge families (chapters 1.9 and 3)."""
+    return _committed("bench_learn.json")
+
+
+@pytest.fixture(scope="session")
+def realistic():
+    """The committed ``bench learn`` record at realistic signal strengths (chapter 1.11)."""
+    return _committed("bench_learn_realistic.json")
+
+
+@pytest.fixture(scope="session")
+def walkforward():
+    """The committed walk-forward record on the sample (chapter 1.10)."""
+    return _committed("bench_walkforward.json")
+
+
+@pytest.fixture(scope="session")
+def sweep():
+    """The committed ``bench sweep`` record (chapters 1, 2 and 3)."""
+    return _committed("bench_sweep.json")
+
+
+@pytest.fixture(scope="session")
+def factor():
+    """The committed with/without-factor record (chapter 7)."""
+    return _committed("bench_factor.json")

@@ -32,11 +32,6 @@ def train():
     return pd.DataFrame(read_records("bench_train.jsonl"))
 
 
-@pytest.fixture(scope="module")
-def quiet():
-    return read_records(scale.SCALE_RECORD)
-
-
 
 @pytest.fixture(scope="module")
 def speed(quiet):

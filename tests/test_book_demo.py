@@ -31,11 +31,6 @@ def report():
     return ft.book.read_records("main_job_5seeds_report.json")[0]
 
 
-@pytest.fixture(scope="module")
-def sweep():
-    return ft.book.read_records("bench_sweep.json")[0]
-
-
 
 def test_the_chapter_reaches_the_module_as_ft_book_demo():
     assert ft.book.demo is demo

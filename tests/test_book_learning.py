@@ -21,31 +21,6 @@ from finrl_tutorial.book import learning, read_records, teaching
 DEFAULT = PPOConfig().total_steps
 
 
-@pytest.fixture(scope="module")
-def learn():
-    return read_records("bench_learn.json")[0]
-
-
-@pytest.fixture(scope="module")
-def realistic():
-    return read_records("bench_learn_realistic.json")[0]
-
-
-@pytest.fixture(scope="module")
-def walkforward():
-    return read_records("bench_walkforward.json")[0]
-
-
-@pytest.fixture(scope="module")
-def sweep():
-    return read_records("bench_sweep.json")[0]
-
-
-@pytest.fixture(scope="module")
-def factor():
-    return read_records("bench_factor.json")[0]
-
-
 
 
 

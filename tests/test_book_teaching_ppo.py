@@ -21,7 +21,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import finrl_tutorial as ft  # noqa: E402
-from finrl_tutorial.book import read_records, teaching, teaching_ppo  # noqa: E402
+from finrl_tutorial.book import teaching, teaching_ppo  # noqa: E402
 
 PPO_VS_A2C = (("ppo", 300_000, "best"), ("a2c", 300_000, "best"))
 
@@ -32,21 +32,6 @@ def _text(shown) -> str:
 
 def _numbers(text: str) -> list[float]:
     return [float(n.replace(",", "")) for n in re.findall(r"[-+]?\d[\d,]*(?:\.\d+)?", text)]
-
-
-@pytest.fixture(scope="module")
-def learn():
-    return read_records("bench_learn.json")[0]
-
-
-@pytest.fixture(scope="module")
-def sweep():
-    return read_records("bench_sweep.json")[0]
-
-
-@pytest.fixture(scope="module")
-def walk():
-    return read_records("bench_walkforward.json")[0]
 
 
 
@@ -168,16 +153,15 @@ def test_gae_reach_days_is_the_first_day_below_the_level():
     assert teaching_ppo.gae_reach_days(0.9, 0.95) == 15  # 0.855^15 = 0.096, 0.855^14 = 0.112
 
 
-def test_the_intro_reads_the_walk_forward_as_its_record_does():
-    walk = read_records("bench_walkforward.json")[0]
+def test_the_intro_reads_the_walk_forward_as_its_record_does(walkforward):
     """book/intro.md: no test year separates the agent from buy-and-hold; pooled, a tie at ±0.25, and every
     seed's pooled Sharpe ended below buy-and-hold's."""
-    reading = ft.book.learning.walkforward_reading(walk)
-    verdicts = teaching.walkforward_verdicts(walk)
+    reading = ft.book.learning.walkforward_reading(walkforward)
+    verdicts = teaching.walkforward_verdicts(walkforward)
     assert verdicts["pooled"] == "tie" and reading["pooled"]["margin"] == 0.25
     assert all(verdicts[year] == "inconclusive" for year in ("2017", "2018", "2019"))
     assert all(ci["low"] < 0 < ci["high"] for ci in reading["intervals"].values())
-    assert len(reading["seed_differences"]["pooled"]) == len(walk["seeds"]) == 3
+    assert len(reading["seed_differences"]["pooled"]) == len(walkforward["seeds"]) == 3
     assert all(d < 0 for d in reading["seed_differences"]["pooled"])
     intro = (Path(__file__).resolve().parents[1] / "book" / "intro.md").read_text(encoding="utf-8")
     assert "every seed ended below buy-and-hold" in intro and "±0.25 Sharpe" in intro
@@ -191,10 +175,10 @@ def test_plot_gae_reach_draws_the_weights_of_each_lambda():
     np.testing.assert_allclose(curves[2].get_ydata(), (0.9 * 0.95) ** np.arange(21))
 
 
-def test_gamma_records_table_reads_gamma_from_each_committed_record(sweep, walk, learn):
-    table = teaching_ppo.gamma_records_table(sweep, walk, learn)
+def test_gamma_records_table_reads_gamma_from_each_committed_record(sweep, walkforward, learn):
+    table = teaching_ppo.gamma_records_table(sweep, walkforward, learn)
     assert table.loc["chapter 2's sweep", "γ"] == sweep["base_config"]["gamma"]
-    assert table.loc["walk-forward (chapter 1)", "γ"] == walk["config"]["gamma"]
+    assert table.loc["walk-forward (chapter 1)", "γ"] == walkforward["config"]["gamma"]
     knobs = {knob for change in sweep["variants"].values() for knob in change}
     assert all(knob in table.loc["chapter 2's sweep", "changes from the defaults"] for knob in knobs)
     assert "gamma" not in table.loc["chapter 2's sweep", "changes from the defaults"]
@@ -203,8 +187,8 @@ def test_gamma_records_table_reads_gamma_from_each_committed_record(sweep, walk,
     assert table.loc["learning benchmark", "γ"] == ft.agents.PPOConfig().gamma
 
 
-def test_gamma_records_table_names_an_override_and_a_changed_config(sweep, walk, learn):
-    learn2, walk2 = copy.deepcopy(learn), copy.deepcopy(walk)
+def test_gamma_records_table_names_an_override_and_a_changed_config(sweep, walkforward, learn):
+    learn2, walk2 = copy.deepcopy(learn), copy.deepcopy(walkforward)
     learn2["runs"][0]["arguments"]["set"] = ["gamma=0.99"]
     walk2["config"]["gamma"] = 0.95
     table = teaching_ppo.gamma_records_table(sweep, walk2, learn2)
