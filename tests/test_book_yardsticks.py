@@ -240,5 +240,3 @@ def test_undefined_captures_count_the_markets_the_per_market_column_leaves_out()
            "informed_captures": [0.8, None, 0.9]}
     counts = teaching.undefined_captures({"summary": [row, dict(row, env_steps=100_000, informed_captures=[None] * 3)]})
     assert counts.loc[(0.05, 30, "ppo")].tolist() == [3, 1, 2]
-
-

@@ -141,12 +141,3 @@ def peer_table(peer_records: Iterable[dict]) -> pd.DataFrame:
         "spread": frame["spread"],
         "repeats": frame["repeats"],
     })
-
-
-def _round_ratios(peer_records: list[dict], key: str) -> list[float]:
-    """Round-by-round ratios ``numerator/denominator``: runs[i] of every record come from round i."""
-    runs_of = {r["label"]: r["runs"] for r in peer_records if "runs" in r and "label" in r}
-    numerator, denominator = key.split("/")
-    return [a / b for a, b in zip(runs_of[numerator], runs_of[denominator])]
-
-
