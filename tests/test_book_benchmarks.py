@@ -97,7 +97,19 @@ def test_sources_table_marks_no_gpu_figure_where_no_record_ran_on_a_gpu():
 def test_commands_note_shows_each_record_command_as_a_reader_runs_it():
     note = str(benchmarks.commands_note(["bench_peers.jsonl", "anchors_elegantrl_h200.jsonl"]))
     assert "/tmp/" not in note and "--out runs/peers.jsonl" in note
-    assert "`anchors_elegantrl_h200.jsonl`: not recorded: the method is in this file's first line (meta)" in note
+    # another program's GPU record runs no command of ours: it is cited by the provenance its first line holds
+    assert "not recorded" not in note
+    assert ("`anchors_elegantrl_h200.jsonl`: measured on 2026-11-30, on NVIDIA H200 (one GPU), torch CUDA build; "
+            "ElegantRL commit `7c64395f`. What it measured, as its first line (`meta`) records: ElegantRL") in note
+    assert "Method: 50-200 timed steps after warm-up, `torch.cuda.synchronize()` before reading the clock" in note
+
+
+def test_record_provenance_reads_the_meta_line_and_is_empty_without_one(anchors):
+    line = benchmarks.record_provenance(anchors)
+    meta = anchors[0]["meta"]
+    assert meta["date"] in line and meta["device"] in line and "`7c64395f`" in line
+    assert benchmarks.record_provenance(read_records("bench_env.jsonl")) == ""
+    assert benchmarks.record_provenance([]) == ""
 
 
 # --- 8.2 env throughput --------------------------------------------------------------------------------
@@ -161,7 +173,43 @@ def test_loop_cost_reading_carries_the_shares_computed_from_the_records(train, q
     for algo, row in top.iterrows():
         share = 1 - row["samples_per_s"] / row["rollout_env_steps_per_s"]
         assert benchmarks.update_shares(loop)[algo] == pytest.approx(share)
-    assert benchmarks.loop_rows_predate(train, loop)  # the pairs that time the network's change came later
+    # the rows read time the current agent: made after the pairs that time the network's change
+    assert benchmarks.loop_rows_current(train, loop) and not benchmarks.loop_rows_predate(train, loop)
+
+
+def test_loop_rows_are_dated_against_the_pairs_either_way(train):
+    loop = benchmarks.loop_rows(train)
+    earlier = train.copy()
+    earlier.loc[loop.index, "date"] = "2026-11-30T00:00:00+00:00"  # as if measured before the pairs
+    assert benchmarks.loop_rows_predate(earlier, loop.assign(date=earlier.loc[loop.index, "date"]))
+    assert not benchmarks.loop_rows_current(earlier, loop.assign(date=earlier.loc[loop.index, "date"]))
+    alone = train.loc[loop.index]  # nothing left out: neither
+    assert not benchmarks.loop_rows_predate(alone, loop) and not benchmarks.loop_rows_current(alone, loop)
+
+
+def test_the_loop_figure_draws_both_algorithms_and_dates_its_two_records(train, env):
+    loop = benchmarks.loop_rows(train)
+    fig, ax = plt.subplots()
+    benchmarks.plot_loop(loop, env, ax)
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert labels[:4] == ["PPO: whole loop", "PPO: rollout only", "A2C: whole loop", "A2C: rollout only"]
+    assert labels[4] == "env alone (8.2, 2026-12-01)" and "(15 stocks, 2026-12-04)" in ax.get_title()
+    plt.close(fig)
+
+
+def test_the_two_loop_records_are_set_side_by_side_at_the_sizes_both_hold(train, quiet):
+    loop = benchmarks.loop_rows(train)
+    side = benchmarks.loop_records_side_by_side(loop, quiet)
+    shares = rollout_share_table(quiet)
+    assert list(side.index) == [16, 64, 256]  # PPO's bench train sizes that the scale record's loop rows hold
+    ppo = loop[loop["algo"] == "ppo"].set_index("num_envs")
+    for n in side.index:
+        assert side.loc[n, "bench train: samples / s"] == ppo.loc[n, "samples_per_s"]
+        assert side.loc[n, "bench train: update's share"] == pytest.approx(
+            1 - ppo.loc[n, "samples_per_s"] / ppo.loc[n, "rollout_env_steps_per_s"])
+        assert side.loc[n, "bench scale: update's share"] == shares.loc[n, "update's share of the loop"]
+    # two runs: the shares agree within a few points while the rates do not
+    assert (abs(side["bench train: update's share"] - side["bench scale: update's share"]) < 0.05).all()
 
 
 def test_the_loop_and_the_trainer_at_the_same_envs_are_two_measurements(quiet):
@@ -180,9 +228,12 @@ def test_loop_note_explains_the_rows_left_out_with_their_load(train, quiet):
     assert f"Left out: {len(left_out)} rows at 30, 100 and 300 stocks" in note
     loads = pd.concat([left_out["loadavg_before"], left_out["loadavg_after"]]).str[0]
     assert f"Load average {loads.min():.1f}–{loads.max():.1f} on 2 cores, over those {len(left_out)} runs" in note
-    assert f"{len(loop)} rows of `bench_train.jsonl` at 15 stocks" in note and "no load average recorded" in note
-    # which rows are the current agent's: the read rows predate the change the pairs time, the scale record follows it
-    assert "made before the latest change to the code of the stockwise network" in note
+    read_loads = pd.concat([loop["loadavg_before"], loop["loadavg_after"]]).str[0]
+    assert f"{len(loop)} rows of `bench_train.jsonl` at 15 stocks (2026-12-04)" in note
+    assert f"load average {read_loads.min():.1f}–{read_loads.max():.1f} on 2 cores, before and after each" in note
+    assert (read_loads.min(), read_loads.max()) == (0.21, 0.71)  # a quiet machine: well within its 2 cores
+    # which rows are the current agent's: the read rows and the scale record both follow the change the pairs time
+    assert "These rows time the current agent" in note and "made before" not in note
     assert f"`{scale.SCALE_RECORD}` (2026-12-02, the current agent)" in note
     reading = benchmarks.loop_cost_reading(quiet)
     assert f"over its {len(reading['loads'])} loop runs (1 to 256 envs)" in note

@@ -110,6 +110,33 @@ def test_ex_day_sizing_gives_back_the_last_close_and_the_table_shows_it(prepared
     assert rows["cash dividend a share"] == f"¥{sizing['dividend']:.3f}"
     assert rows["reference"] == f"{sizing['reference']:.2f}"
     assert rows["close over the reference"] == f"{sizing['close'] / sizing['reference'] - 1:+.2%}"
+    # the cleaning's label is about the bonus shares; the cash part gets its own, against a day's noise
+    assert rows["confidence in the bonus shares (the cleaning's label)"] == str(sizing["evidence"]["confidence"]) == "high"
+    share = sizing["dividend"] / sizing["previous_close"]
+    assert share < sizing["residuals"].std()  # Hengrui's ¥1.53 is 1.6 % of the last close, a day's noise 2.0 %
+    assert rows["the cash part against no cash, as a share of the last close"] == f"{share:.1%}: {demo.CANNOT_TELL}"
+    assert not any(value == "high" and "cash" in name for name, value in rows.items())
+
+
+def test_a_cash_part_within_a_days_noise_is_labelled_cannot_tell_never_high():
+    noise = 0.02  # a stock's own move on ordinary days, std
+    assert demo.cash_label(1.534, 95.42, noise) == demo.CANNOT_TELL == "within a day's noise: cannot tell"
+    assert demo.cash_label(0.0, 95.42, noise) == demo.CANNOT_TELL
+    assert demo.cash_label(2.0, 100.0, noise) == demo.CANNOT_TELL  # exactly one day's noise: still cannot tell
+    assert demo.cash_label(2.5, 100.0, noise) == demo.BEYOND_NOISE == "beyond a day's noise"
+    detected = pd.DataFrame({"cash_dividend": [0.389, 1.534], "previous_close": [17.89, 95.42]}, index=[5, 9])
+    labels = demo.cash_labels(detected, noise)
+    assert labels.to_dict() == {5: demo.BEYOND_NOISE, 9: demo.CANNOT_TELL} and labels.name == "cash part"
+
+
+def test_the_samples_detected_cash_parts_are_mostly_within_a_days_noise(prepared):
+    full = prepared.full
+    detected = pd.DataFrame(full.info["detected_actions"])
+    noise = float(demo.own_moves(full).std())
+    labels = demo.cash_labels(detected, noise)
+    beyond = detected[labels == demo.BEYOND_NOISE]
+    assert list(zip(beyond["tic"], beyond["date"])) == [("600000.SH", "2016-06-23")]
+    assert (labels == demo.CANNOT_TELL).sum() == len(detected) - 1
 
 
 def test_own_moves_leave_out_action_days_and_centre_on_the_market(prepared):
@@ -223,6 +250,29 @@ def test_distance_from_untrained_is_zero_for_the_untrained_network_itself():
     assert table.loc["same", "test-year portfolio held differently"] == 0
     assert table.loc["moved", "test-year portfolio held differently"] == pytest.approx(0.5)
     assert (table.loc["moved", "iteration"], table.loc["moved", "env-steps"]) == (7, 1024)
+
+
+def test_planted_learning_follows_the_record():
+    learn = ft.book.read_records("bench_learn.json")[0]
+    table = demo.planted_learning(learn)
+    rows = sorted((r for r in learn["summary"] if r["family"] == "factor" and r["learner"] == "ppo"
+                   and r["select"] == "best" and r["run_steps"] == 300_000), key=lambda r: r["env_steps"])
+    assert list(table.index) == [r["env_steps"] for r in rows] == [0, 50_000, 100_000, 200_000, 300_000]
+    assert table["agent's test excess"].tolist() == [r["test_excess_mean"] for r in rows]
+    assert table["signal rule's excess captured"].tolist() == [r["capture_pooled"] for r in rows]
+    assert table["signal rule's test excess"].nunique() == 1  # one signal rule for all budgets
+    assert table["agent's test excess"].iloc[0] < 0 < table["agent's test excess"].iloc[-1]  # it learns
+
+
+def test_how_measured_says_once_when_the_sweep_predates_the_pages_data(report, sweep):
+    runs = [run for run in sweep["runs"] if run["market"] == "sample" and run["variant"] == sweep["base_variant"]]
+    sweep_hold = runs[0]["buy_and_hold_valid_sharpe"]
+    text = str(demo.how_measured(report, sweep, page_hold_valid=-0.57))
+    assert text.count("made before the latest change to how the cleaning sizes a detected ex-day") == 1
+    assert f"its buy-and-hold validation Sharpe is {sweep_hold:.2f}, this page's -0.57" in text
+    assert "not in the mechanics" in text
+    same = str(demo.how_measured(report, sweep, page_hold_valid=sweep_hold))
+    assert "made before" not in same and "made before" not in str(demo.how_measured(report, sweep))
 
 
 def test_how_measured_is_folded_and_names_each_record_with_its_command(report, sweep):

@@ -182,3 +182,15 @@ def test_rank_0_s_log_is_drawn_with_its_yardsticks():
     assert low == -high and high >= 1.2  # at least ±1 %, and 1.2 × the largest change
     assert "2.000" in entropy_ax.get_title()
     plt.close(fig)
+
+
+def test_speed_family_holds_the_chapters_three_verdicts_with_their_baselines(quiet, loaded, table):
+    family = learners.speed_family(quiet, loaded)
+    baseline, one, two = learners.ddp_labels(table)
+    assert list(family.index[:2]) == [f"{one} ÷ {baseline}", f"{two} ÷ {baseline}"]
+    assert family.index[2].startswith("under load: ") and len(family) == 3
+    assert "×" in learners.family_view(family).to_html()
+
+
+def test_the_measurement_note_calls_three_round_verdicts_exploratory(quiet):
+    assert "exploratory" in _text(learners.measurement_note(quiet, scale.SCALE_RECORD))

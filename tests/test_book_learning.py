@@ -70,6 +70,19 @@ def test_the_planted_summary_agrees_with_the_record(learn):
     assert int(planted["markets (seeds)"].sum()) == sum(r["seeds"] for r in rows if r["family"] != "none")
 
 
+def test_the_learn_method_block_says_where_the_markets_built_now_differ(learn):
+    seed = next(c["seed"] for c in learn["cases"] if c["family"] == "factor" and c["algo"] == "ppo")
+    case = next(c for c in learn["cases"] if c["family"] == "factor" and c["algo"] == "ppo" and c["seed"] == seed)
+    same = {seed: {"record": (case["buy_and_hold_sharpe"], case["oracle_sharpe"]),
+                   "now": (case["buy_and_hold_sharpe"], case["oracle_sharpe"])}}
+    assert "not exactly the ones" not in str(learning.learn_method(learn, DEFAULT, same))
+    moved = {seed: {"record": same[seed]["record"], "now": (case["buy_and_hold_sharpe"], case["oracle_sharpe"] + 0.1)}}
+    note = str(learning.learn_method(learn, DEFAULT, moved))
+    assert f"on the factor markets of seed {seed}, the test Sharpe" in note and "measures the present ones" in note
+    assert note.index("not exactly the ones") < note.index("To make its parts again")
+    _clean(note)
+
+
 def test_the_walkforward_reading_and_its_method_block(walkforward):
     reading = learning.walkforward_reading(walkforward)
     years = walkforward["summary"]["years"]
@@ -104,6 +117,27 @@ def test_the_seeds_own_differences_average_to_each_interval_and_sit_beside_it(wa
     assert columns[columns.index("agent − buy-and-hold [95 %]") + 1] == "seeds' own differences"
     for (label, row), values in zip(table.iterrows(), seeds.values()):
         assert row["seeds' own differences"] == f"{min(values):+.2f} to {max(values):+.2f}", label
+
+
+def test_the_two_level_intervals_resample_the_seeds_of_the_records_curves(walkforward):
+    from finrl_tutorial.metrics import difference_verdict
+
+    reading = learning.walkforward_reading(walkforward)
+    two = learning.walkforward_two_level(walkforward)
+    assert list(two) == list(reading["intervals"])
+    for year, ci in two.items():
+        days_only = reading["intervals"][year]
+        assert ci["resampled"] == "seeds and days" and ci["curves"] == days_only["curves"] == len(walkforward["seeds"])
+        assert ci["difference"] == pytest.approx(days_only["difference"], abs=1e-9) and ci["days"] == days_only["days"]
+    # the seeds disagree most in 2019 (the seeds' own differences): that interval widens most
+    grew = {k: (two[k]["high"] - two[k]["low"]) - (c["high"] - c["low"]) for k, c in reading["intervals"].items()}
+    assert max(grew, key=grew.get) == "2019" and grew["2019"] > 0.1
+    table = learning.with_two_level(learning.with_seed_spread(teaching.walkforward_table(walkforward), reading), two)
+    columns = list(table.columns)
+    assert columns[columns.index("agent verdict") + 1] == learning.TWO_LEVEL_COLUMN
+    for (label, row), ci in zip(table.iterrows(), two.values()):
+        expected = f"[{ci['low']:+.2f}, {ci['high']:+.2f}] {difference_verdict(ci['low'], ci['high'], ci['margin'])}"
+        assert row[learning.TWO_LEVEL_COLUMN] == expected, label
 
 
 def test_the_pooled_buy_and_hold_volatility_and_the_seeds_below_it(walkforward):
@@ -262,6 +296,20 @@ def test_the_sweep_effects_and_the_method_block_agree_with_the_sweep(sweep):
     if abs(recorded + 0.57) >= 0.005:  # said once, as a fact about the record, with what it means
         assert method.count("earlier sizing of detected ex-days") == 1
         assert "the comparisons among them share it" in method
+        assert f"made on {sweep['date'][:10]}, predates the latest change" in method
+    # the synthetic markets: a note only where a seed's buy-and-hold differs from what the package builds now
+    stored = {r["seed"]: r["buy_and_hold_valid_sharpe"] for r in sweep["runs"]
+              if r["market"] == "synthetic" and r["variant"] == "base"}
+    same = str(learning.sweep_method(sweep, "bench_sweep.json", "runs/bench_sweep.json", live_synthetic_holds=stored))
+    assert "builds now either" not in same
+    moved = {**stored, 1: stored[1] + 0.2}
+    note = str(learning.sweep_method(sweep, "bench_sweep.json", "runs/bench_sweep.json", live_synthetic_holds=moved))
+    assert "Its synthetic market of seed 1 is not the one the package builds now" in note
+    assert f"{stored[1]:.3f} (seed 1) in the record and {stored[1] + 0.2:.3f} now" in note
+    both = {**stored, 1: stored[1] + 0.2, 2: stored[2] + 0.1}
+    assert "markets of seeds 1 and 2 are not the ones" in str(
+        learning.sweep_method(sweep, "bench_sweep.json", "runs/bench_sweep.json", live_synthetic_holds=both))
+    _clean(note)
 
 
 def test_the_pbo_rows_hold_one_row_per_draw_and_family():

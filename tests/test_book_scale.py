@@ -185,3 +185,41 @@ def test_a_negative_fitted_overhead_is_projected_as_zero():
     assert noisy.samples_per_s(16) > 16 * noisy.samples_per_s(1)
     assert project(noisy, (16,))["samples / s"].iloc[0] == project(clean, (16,))["samples / s"].iloc[0]
     assert project(noisy, (16,))["samples / s"].iloc[0] <= 16 * clean.samples_per_s(1)
+
+
+# --- many verdicts from few rounds: Holm's correction -------------------------------------------------
+
+def test_chance_every_round_is_two_of_the_equally_likely_patterns():
+    assert scale.chance_every_round(3) == 0.25 and scale.chance_every_round(1) == 1.0
+    with pytest.raises(InputError):
+        scale.chance_every_round(0)
+
+
+def test_round_ratios_are_the_rounds_speedups_reads(quiet):
+    table = scale.speedups(quiet, layouts=["trainer", "ddp"])
+    for label in table.index[table["layout"] == "ddp"]:
+        ratios = scale.round_ratios(quiet, label)
+        assert (min(ratios), max(ratios)) == pytest.approx((table.loc[label, "rounds min"], table.loc[label, "rounds max"]))
+        assert scale.speed_verdict(ratios) == table.loc[label, "verdict"]
+    with pytest.raises(InputError, match="no configuration"):
+        scale.round_ratios(quiet, "no such layout")
+
+
+def test_holm_speed_tests_adjust_over_the_whole_family():
+    clear, noisy = [1.50, 1.52, 1.51], [0.9, 1.3, 1.1]
+    alone = scale.holm_speed_tests({"clear": clear})
+    assert alone.loc["clear", "Holm verdict"] == "faster" and alone.loc["clear", "rounds verdict"] == "faster"
+    family = scale.holm_speed_tests({"clear": clear, "noisy": noisy, "slow": [0.5, 0.52, 0.51]})
+    assert family.loc["noisy", "Holm verdict"] == "inconclusive" and family.loc["slow", "Holm verdict"] == "slower"
+    assert (family["p (Holm)"] >= family["p (t)"]).all()  # the adjustment never lowers a p-value
+    assert family.loc["clear", "geometric mean"] == pytest.approx((1.50 * 1.52 * 1.51) ** (1 / 3))
+    same = scale.holm_speed_tests({"identical rounds": [1.2, 1.2, 1.2], "one round": [2.0]})
+    assert (same["p (t)"] == 1.0).all() and set(same["Holm verdict"]) == {"inconclusive"}
+
+
+def test_no_every_round_verdict_of_the_quiet_record_survives_holm(quiet, loaded):
+    """Chapters 4 and 5 call their round verdicts exploratory: none is significant after Holm."""
+    from finrl_tutorial.book import learners, workers
+    for family in (workers.speed_family(quiet), learners.speed_family(quiet, loaded)):
+        assert set(family["rounds"]) == {3} and set(family["Holm verdict"]) == {"inconclusive"}
+        assert family["rounds verdict"].isin(["faster", "slower"]).any()  # ... though some rounds all agree

@@ -52,6 +52,11 @@ def test_line_counts_count_the_installed_source():
     assert table.loc["agents/a2c.py", "lines"] == len(lines)
     blank = sum(not line.strip() or line.strip().startswith("#") for line in lines)
     assert table.loc["agents/a2c.py", "blank or comment"] == blank < len(lines)
+    # functions and classes are named as the chapter lists them, counted the same way
+    parts = teaching_ppo.line_counts([ft.agents.compute_gae, ft.agents.A2CConfig])
+    assert list(parts.index) == ["compute_gae()", "A2CConfig"]
+    assert parts.loc["compute_gae()", "lines"] == len(inspect.getsource(ft.agents.compute_gae).splitlines())
+    assert parts.loc["A2CConfig", "lines"] < table.loc["agents/a2c.py", "lines"]
 
 
 def test_finite_difference_is_the_directional_derivative_and_restores_the_parameters():
@@ -138,6 +143,23 @@ def test_replay_reads_reward_fees_and_turnover_and_leaves_the_random_numbers_alo
     # holding all cash trades nothing and pays nothing
     cash = teaching_ppo.replay(small_split, lambda obs: torch.zeros(obs.shape[0], 10), days=10, num_envs=4)
     assert cash["traded"] == 0 and cash["fees"] == 0
+
+
+def test_dense_next_values_match_what_the_cpu_rollout_stored(small_split):
+    """collect_rollout's sparse (CPU) branch stores the next values its dense (GPU) branch computes."""
+    torch.manual_seed(0)
+    env = teaching_ppo.StepRecorder(ft.VecStockTradingEnv(small_split, 4, ft.EnvConfig(episode_days=5), seed=1))
+    agent = ft.agents.ActorCritic.from_config(env.observation_dim, env.action_dim, ft.make_config("ppo"), "weights")
+    rollout = ft.agents.Rollout.empty(12, env.num_envs, env.observation_dim, env.action_dim, device="cpu")
+    obs, _ = env.reset()
+    last = ft.agents.collect_rollout(env, agent, rollout, obs)
+    assert len(env.steps) == 12 and rollout.dones.sum() >= 4  # every account was cut at least once
+    dense = teaching_ppo.dense_next_values(env, agent, rollout, last)
+    torch.testing.assert_close(dense, rollout.next_values, rtol=1e-6, atol=1e-6)
+    # a ruin (terminated) bootstraps nothing: the dense formula gives 0 there
+    env.steps[0] = (torch.ones_like(env.steps[0][0]), env.steps[0][1])
+    rollout.dones[0] = 1
+    assert (teaching_ppo.dense_next_values(env, agent, rollout, last)[0] == 0).all()
 
 
 def test_noise_cost_table_says_what_the_replays_measured():
@@ -302,6 +324,15 @@ def test_chapter_box_states_this_run_and_the_committed_intervals(learn):
     z = gradients["z (mean − exact, in standard errors)"]
     assert _numbers(rows["score-function mean minus exact gradient, in standard errors (3.0)"]) == \
         pytest.approx([round(v, 1) for v in z], abs=1e-9)
+    # a finite sample is "consistent with unbiased" (every |z| < 2), never shown unbiased
+    assert "consistent with unbiased (each z within ±2: " in box.shows and "is unbiased" not in box.shows
+    assert rows["score-function mean minus exact gradient, in standard errors (3.0)"] in box.shows
+    assert "all at once" in box.does_not_show and "A2C's own defaults" in box.does_not_show
+    far = gradients.copy()
+    far.iloc[0, far.columns.get_loc("z (mean − exact, in standard errors)")] = 2.5
+    far_box = teaching_ppo.chapter_box(comparison, 49_152, file_lines,
+                                       {"loss/minibatches": 16, "loss/clip_fraction": 0.04}, far, versus)
+    assert "consistent with unbiased" not in far_box.shows and "a z outside ±2" in far_box.shows
     v = versus["PPO minus A2C"]
     assert rows["PPO minus A2C (bench_learn.json, uncorrected)"] == \
         f"{v['mean']:+.2f} [{v['low']:+.2f}, {v['high']:+.2f}] over the {v['n']} (family, market) pairs both ran"

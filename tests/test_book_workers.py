@@ -261,3 +261,11 @@ def test_no_folded_block_speaks_of_how_the_project_is_made(record, loaded_record
              workers.fit_table(models[2]).to_string()]
     for text in texts:
         assert not OUTSIDE.search(text), OUTSIDE.search(text).group(0)
+
+
+def test_speed_family_holds_every_verdict_of_the_chapter_with_its_baseline(record, table):
+    family = workers.speed_family(record)
+    baseline = table["baseline"].iloc[0]
+    assert len(family) == 4 and workers.THREADS_COMPARISON in family.index
+    assert all(name.endswith(f"÷ {baseline}") for name in family.index if name != workers.THREADS_COMPARISON)
+    assert "×" in workers.family_view(family).to_html()

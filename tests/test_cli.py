@@ -198,3 +198,16 @@ def test_bench_env_prints_json_lines(capsys):
     assert {"env", "num_envs", "stocks", "device", "env_steps_per_s"} <= set(record)
     assert record["env"] == "vec" and record["num_envs"] == 4 and record["stocks"] == 30
     assert record["device"] == "cpu" and record["env_steps_per_s"] > 0
+
+
+def test_bench_train_rows_carry_the_load_around_each_size(capsys):
+    code, out, err = run_cli(capsys, "bench", "train", "--num-envs", 4, 8, "--stocks", 3, "--iterations", 1,
+                             "--horizon-len", 4)
+    assert code == 0, err
+    records = [json.loads(line) for line in out.strip().splitlines()]
+    assert [r["num_envs"] for r in records] == [4, 8]
+    for record in records:
+        assert record["bench"] == "train" and record["stocks"] == 3 and record["samples_per_s"] > 0
+        # a shared machine's load, read before and after the size was timed (1, 5 and 15 minutes)
+        assert len(record["loadavg_before"]) == len(record["loadavg_after"]) == 3
+        assert all(value >= 0 for value in record["loadavg_before"] + record["loadavg_after"])

@@ -2,6 +2,7 @@
 (`finrl_tutorial.agents.learn`)."""
 from __future__ import annotations
 
+import os
 import time
 
 import torch
@@ -72,4 +73,7 @@ def run(args):
     for num_envs in args.num_envs:
         extra = {"horizon_len": args.horizon_len} if args.horizon_len else {}
         config = make_config(args.algo, num_envs=num_envs, device=args.device, **extra)
-        yield measure_loop(market, config, iterations=args.iterations)
+        # the load around each size: on a shared machine a busy minute slows the same work
+        before = [round(value, 2) for value in os.getloadavg()]
+        row = measure_loop(market, config, iterations=args.iterations)
+        yield row | {"loadavg_before": before, "loadavg_after": [round(value, 2) for value in os.getloadavg()]}

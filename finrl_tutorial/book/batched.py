@@ -94,8 +94,9 @@ def sweep_method(records: list[dict], seconds: float):
     load = loadavg()
     return _dropdown("How this was measured", f"""
 Each point is one call of `ft.bench.measure_env`: after one warm-up step, the env is stepped with
-random actions in $[-1, 1]$ for {seconds:g} s, episodes auto-resetting, and its env-steps are
-counted. The subprocess VecEnv starts its processes (`spawn`) before the clock starts. Everything
+random actions (one number per stock, drawn uniformly in $[-1, 1]$; the default `weights` mode reads
+the positive part as target portfolio weights, as in 6.1) for {seconds:g} s, episodes auto-resetting,
+and its env-steps are counted. The subprocess VecEnv starts its processes (`spawn`) before the clock starts. Everything
 runs in this notebook's process on {' or '.join(map(str, threads))} torch
 thread{'' if threads == [1] else 's'}, on a machine with {' or '.join(map(str, cores))} CPU cores, whose load average is
 {'not available here' if load is None else f'{load[0]:.2f}'} now (everything running on the machine counts

@@ -96,13 +96,31 @@ def sources_table(names: Mapping[str, str] = CHAPTER_RECORDS) -> pd.DataFrame:
 def commands_note(names: Iterable[str]) -> MethodNote:
     """The commands that wrote each committed record file of ``names`` (e.g. `sources_table`'s index), as
     a reader runs them (`reader_command`: a temporary output folder shown under ``runs/``), in a collapsed
-    `MethodNote`; a record that states no command says so in its own words."""
+    `MethodNote`; a record of another program, which runs no command of this package, is cited by the
+    provenance its first line holds (`record_provenance`)."""
     items = []
     for name in names:
-        commands = sorted({str(r.get("command", "(not recorded)")) for r in read_records(name)})
+        records = read_records(name)
+        commands = sorted({str(r.get("command", "(not recorded)")) for r in records})
+        if not any(c.startswith("python") for c in commands) and record_provenance(records):
+            items.append(f"`{name}`: {record_provenance(records)}")  # another program's measurement: its meta line
+            continue
         shown = [f"`{reader_command(c)}`" if c.startswith("python") else c for c in commands]
         items.append(f"`{name}`: " + "; ".join(shown))
     return how_measured(items, "The commands behind these records")
+
+
+def record_provenance(records: Sequence[dict]) -> str:
+    """Where a record of another program comes from, in the words of its first line (``meta``): the
+    date, the device, the measured program's commit (``HEAD <hash>`` in its description), what was
+    measured and the method; ``""`` where the record has no such line."""
+    meta = (records[0].get("meta") if records else None) or {}
+    if not {"what", "device", "date", "method"} <= set(meta):
+        return ""
+    commit = re.search(r"HEAD ([0-9a-f]{7,40})", meta["what"])
+    program = f"; {meta['what'].split()[0]} commit `{commit.group(1)}`" if commit else ""
+    return (f"measured on {meta['date']}, on {meta['device']}{program}. What it measured, as its first line "
+            f"(`meta`) records: {code_spans(meta['what'])}. Method: {code_spans(meta['method'])}.")
 
 
 # --- 8.2 env throughput -----------------------------------------------------------------------------
@@ -180,16 +198,19 @@ def loop_table(loop: pd.DataFrame) -> pd.DataFrame:
 
 def plot_loop(loop: pd.DataFrame, env: pd.DataFrame, ax) -> None:
     """The whole loop's samples/s and the rollout's env-steps/s of PPO and A2C against sub-envs, with the
-    bare batched env of 8.2 in grey, on ``ax`` (log-log)."""
+    bare batched env of 8.2 in grey, on ``ax`` (log-log); the title and the grey line's label carry the
+    dates of their records (two runs)."""
     for algo, color in (("ppo", "tab:blue"), ("a2c", "tab:red")):
         part = loop[loop["algo"] == algo].sort_values("num_envs")
         ax.plot(part["num_envs"], part["samples_per_s"], "o-", color=color, label=f"{algo.upper()}: whole loop")
         ax.plot(part["num_envs"], part["rollout_env_steps_per_s"], "o:", color=color, alpha=0.6,
                 label=f"{algo.upper()}: rollout only")
     vec = env[env["env"] == "vec"].sort_values("num_envs")
-    ax.plot(vec["num_envs"], vec["env_steps_per_s"], color="grey", linewidth=1, label="env alone (8.2)")
+    ax.plot(vec["num_envs"], vec["env_steps_per_s"], color="grey", linewidth=1,
+            label=f"env alone (8.2, {_date(vec.to_dict('records'))})")
     ax.set(xscale="log", yscale="log", xlabel="sub-envs", ylabel="per second",
-           title=f"From env-steps to training samples, CPU ({loop['stocks'].iloc[0]} stocks)")
+           title=f"From env-steps to training samples, CPU ({loop['stocks'].iloc[0]} stocks, "
+                 f"{_date(loop.to_dict('records'))})")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize="small")
 
@@ -214,6 +235,22 @@ def update_shares(loop: pd.DataFrame) -> pd.Series:
     return 1 - largest["samples_per_s"] / largest["rollout_env_steps_per_s"]
 
 
+def loop_records_side_by_side(loop: pd.DataFrame, scale_records: Iterable[dict], algo: str = "ppo") -> pd.DataFrame:
+    """At every number of envs both hold: ``algo``'s whole-loop samples/s and the update's share of an
+    iteration in 8.3's ``bench train`` rows (``loop``: `loop_rows`) and in the rows of a ``bench scale``
+    record that timed the loop (`rollout_share_table`). Two runs: a rate is read within its own record,
+    a share (a ratio within one row) side by side."""
+    shares = rollout_share_table(list(scale_records))
+    rows = loop[loop["algo"] == algo].set_index("num_envs")
+    sizes = sorted(set(rows.index) & set(shares.index))
+    return pd.DataFrame({"bench train: samples / s": rows.loc[sizes, "samples_per_s"].to_numpy(),
+                         "bench train: update's share": (1 - rows.loc[sizes, "samples_per_s"]
+                                                         / rows.loc[sizes, "rollout_env_steps_per_s"]).to_numpy(),
+                         "bench scale: samples / s": shares.loc[sizes, "whole loop (samples / s)"].to_numpy(),
+                         "bench scale: update's share": shares.loc[sizes, "update's share of the loop"].to_numpy()},
+                        index=pd.Index(sizes, name="envs"))
+
+
 def loop_rows_predate(train: pd.DataFrame, loop: pd.DataFrame) -> bool:
     """Whether the ``bench train`` rows read in 8.3 (``loop``: `loop_rows`) were made before the change
     to the stockwise network that the left-out pairs of ``train`` time."""
@@ -221,26 +258,43 @@ def loop_rows_predate(train: pd.DataFrame, loop: pd.DataFrame) -> bool:
     return bool(len(left_out)) and pd.to_datetime(loop["date"]).max() < pd.to_datetime(left_out["date"]).min()
 
 
+def loop_rows_current(train: pd.DataFrame, loop: pd.DataFrame) -> bool:
+    """Whether the ``bench train`` rows read in 8.3 (``loop``: `loop_rows`) were made after the change to
+    the stockwise network that the left-out pairs of ``train`` time, so that they time the current agent."""
+    left_out = train.drop(loop.index)
+    return bool(len(left_out)) and pd.to_datetime(loop["date"]).min() > pd.to_datetime(left_out["date"]).max()
+
+
+def _loads(rows: pd.DataFrame) -> pd.Series:
+    """The 1-minute load averages recorded before and after each of ``rows`` (``bench train`` rows)."""
+    return pd.concat([rows["loadavg_before"], rows["loadavg_after"]]).dropna().str[0]
+
+
 def loop_note(train: pd.DataFrame, loop: pd.DataFrame, scale_records: Sequence[dict]) -> MethodNote:
-    """8.3's method: which ``bench train`` rows are read and which left out (and why), and the load of
-    the scale record's rows."""
+    """8.3's method: which ``bench train`` rows are read (with their load and whether they time the current
+    agent) and which are left out (and why), and the load of the scale record's rows."""
     left_out = train.drop(loop.index)
     reading = loop_cost_reading(scale_records)
     shares = rollout_share_table(scale_records)
+    recorded = "loadavg_before" in loop and loop["loadavg_before"].notna().all()
+    loads = _loads(loop) if recorded else None
     items = [f"Read here: {len(loop)} rows of `bench_train.jsonl` at {loop['stocks'].iloc[0]} stocks "
              f"({_date(loop.to_dict('records'))}), from the two default `bench train` commands at 15 stocks (8.1 lists them); "
-             + ("no load average recorded." if "loadavg_before" not in loop or loop["loadavg_before"].isna().all()
-                else "load average recorded.")]
+             + (f"load average {loads.min():.1f}–{loads.max():.1f} on {loop['cpu_count'].iloc[0]} cores, before and "
+                f"after each of the {len(loop)} rows." if recorded else "no load average recorded.")]
     if len(left_out):
-        loads = pd.concat([left_out["loadavg_before"], left_out["loadavg_after"]]).str[0]
         if loop_rows_predate(train, loop):
             items.append("These rows were made before the latest change to the code of the stockwise network (the "
                          "left-out rows below time that change), so they show the loop's shape; the current agent's "
                          f"loop is timed in `{SCALE_RECORD}`.")
+        elif loop_rows_current(train, loop):
+            items.append("These rows time the current agent: they were made after the latest change to the code of "
+                         "the stockwise network, which the left-out rows below time.")
+        pair_loads = _loads(left_out)
         items.append(f"Left out: {len(left_out)} rows at {_listed([str(n) for n in sorted(set(left_out['stocks']))])} "
-                     "stocks, each command run twice back to back, once before and once after that change, to "
-                     "compare the two; a pair is read against itself only. Load average "
-                     f"{loads.min():.1f}–{loads.max():.1f} on {left_out['cpu_count'].iloc[0]} cores, over those "
+                     "stocks, each command run twice back to back, once before and once after a change to the code "
+                     "of the stockwise network, to compare the two; a pair is read against itself only. Load average "
+                     f"{pair_loads.min():.1f}–{pair_loads.max():.1f} on {left_out['cpu_count'].iloc[0]} cores, over those "
                      f"{len(left_out)} runs.")
     current = (len(left_out) and pd.to_datetime([r["date"] for r in scale_records]).min()
                > pd.to_datetime(left_out["date"]).max())  # made after the change the pairs time

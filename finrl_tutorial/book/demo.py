@@ -3,8 +3,8 @@ shows, so that its visible code keeps to the library calls a reader reuses. The 
 sentences as Markdown, each number checked against its record by a hidden cell.
 
 Each function reads what the chapter has in hand (a loaded market, the account's daily rows, a
-training result, a backtest table, the committed records ``main_job_5seeds_report.json`` and
-``bench_sweep.json``) and returns a DataFrame, a small dict, a one-line printout, the chapter's
+training result, a backtest table, the committed records ``main_job_5seeds_report.json``,
+``bench_sweep.json`` and ``bench_learn.json``) and returns a DataFrame, a small dict, a one-line printout, the chapter's
 closing box or folded method block, or draws on the matplotlib Axes or Figure passed in. None trains
 or measures anything itself.
 """
@@ -19,8 +19,9 @@ import pandas as pd
 from .folded import MethodNote, how_measured as folded_note
 
 __all__ = ["source_summary", "longest_stretch", "plot_suspensions", "plot_ex_day", "own_moves", "ex_day_sizing",
-           "sizing_table", "budget_table", "mark_learning_curve", "with_extra_dividend", "seeds_below_hold",
-           "committed_table", "validation_curves", "distance_from_untrained", "how_measured", "chapter_box"]
+           "cash_label", "cash_labels", "sizing_table", "budget_table", "mark_learning_curve", "with_extra_dividend", "seeds_below_hold",
+           "committed_table", "validation_curves", "distance_from_untrained", "planted_learning", "how_measured",
+           "chapter_box"]
 
 
 # --------------------------------------------------------------------------- 1.1-1.3: data
@@ -145,10 +146,34 @@ def ex_day_sizing(market, detected: pd.DataFrame, ticker: str, ex_day: str) -> d
     }
 
 
+CANNOT_TELL = "within a day's noise: cannot tell"
+"""The label of a detected ex-day's cash part that one ordinary day's own move could produce."""
+BEYOND_NOISE = "beyond a day's noise"
+"""The label of a detected ex-day's cash part larger than one ordinary day's own move."""
+
+
+def cash_label(cash: float, previous_close: float, noise: float) -> str:
+    """How far a detected ex-day's estimated cash part can be trusted: ``cash`` (yuan a share)
+    against the estimate of no cash at all. Their difference, as a share of ``previous_close``, is
+    compared with ``noise``, the standard deviation of a stock's own move on ordinary days
+    (`own_moves`): the reference absorbs the stock's own opening gap (1.4), so a difference within
+    one such move is `CANNOT_TELL`; a larger one is `BEYOND_NOISE`. The label says no more than the
+    noise allows; the cleaning's ``confidence`` is about the bonus shares only."""
+    return CANNOT_TELL if abs(cash) / previous_close <= noise else BEYOND_NOISE
+
+
+def cash_labels(detected: pd.DataFrame, noise: float) -> pd.Series:
+    """`cash_label` of every detected ex-day of ``detected`` (``market.info["detected_actions"]`` as
+    a table), against ``noise`` (the std of `own_moves`): one label a row, on ``detected``'s index."""
+    return pd.Series([cash_label(row.cash_dividend, row.previous_close, noise) for row in detected.itertuples()],
+                     index=detected.index, name="cash part")
+
+
 def sizing_table(sizing: Mapping, ex_day: str) -> pd.DataFrame:
     """`ex_day_sizing`'s reading as a table of three groups: what a reference cannot see (the
     market's move on ``ex_day`` and a stock's own moves on ordinary days), the evidence the day's
-    bars give, and the estimate. One column of values, written out (percent, yuan)."""
+    bars give (the cleaning's confidence, which is about the bonus shares, and the cash part's own
+    `cash_label`), and the estimate. One column of values, written out (percent, yuan)."""
     evidence, residuals = sizing["evidence"], sizing["residuals"]
     low_ref, high_ref = sizing["feasible_reference"]
     cash_low, cash_high = sizing["cash_range"]
@@ -168,7 +193,10 @@ def sizing_table(sizing: Mapping, ex_day: str) -> pd.DataFrame:
         ("evidence", "cash a share the reference leaves at " + ", ".join(f"{b}" for b in cash_at) + " per 10",
          ", ".join(f"¥{cash:.2f}" for cash in cash_at.values())),
         ("evidence", "cap on the cash part, 5 % of the reference", f"¥{0.05 * sizing['reference']:.2f}"),
-        ("evidence", "confidence", str(evidence["confidence"])),
+        ("evidence", "confidence in the bonus shares (the cleaning's label)", str(evidence["confidence"])),
+        ("evidence", "the cash part against no cash, as a share of the last close",
+         f"{sizing['dividend'] / sizing['previous_close']:.1%}: "
+         + cash_label(sizing["dividend"], sizing["previous_close"], float(residuals.std()))),
         ("estimate", "shares after the action, for every 10 held", f"{10 + per_10:.0f}"),
         ("estimate", "cash dividend a share", f"¥{sizing['dividend']:.3f}"),
         ("estimate", "reference", f"{sizing['reference']:.2f}"),
@@ -309,10 +337,28 @@ def distance_from_untrained(untrained, untrained_weights: pd.DataFrame, checkpoi
     return pd.DataFrame(rows).T
 
 
-def how_measured(report: Mapping, sweep: Mapping) -> MethodNote:
+def planted_learning(learn: Mapping, family: str = "factor", learner: str = "ppo") -> pd.DataFrame:
+    """Learning on a planted edge, from the committed ``bench learn`` record (``bench_learn.json``):
+    for the ``family`` markets, the checkpoint chosen on validation after each number of env-steps of
+    the longest runs, one row each (0 = the untrained network): the markets (seeds), the agent's mean
+    test excess return over buy-and-hold, the signal rule's (the same at every row) and the pooled
+    share of it the agent captured."""
+    rows = [r for r in learn["summary"] if r["family"] == family and r["learner"] == learner and r["select"] == "best"]
+    longest = max(r["run_steps"] for r in rows)
+    rows = sorted((r for r in rows if r["run_steps"] == longest), key=lambda r: r["env_steps"])
+    return pd.DataFrame(
+        [{"env-steps": r["env_steps"], "markets (seeds)": r["seeds"], "agent's test excess": r["test_excess_mean"],
+          "signal rule's test excess": r["oracle_excess_mean"], "signal rule's excess captured": r["capture_pooled"]}
+         for r in rows]).set_index("env-steps")
+
+
+def how_measured(report: Mapping, sweep: Mapping, page_hold_valid: float | None = None) -> MethodNote:
     """The method behind the chapter's committed numbers, folded (a `folded.MethodNote`): the full-size run's
     record, command, seeds, budget, machine and note; its interval's bootstrap; and the sweep's
-    record, seeds and validations."""
+    record, seeds and validations. With ``page_hold_valid`` (buy-and-hold's validation Sharpe on the
+    page's data), one sentence says when the sweep's data differ from the page's (its own
+    buy-and-hold validation Sharpe, rounded, is another): the record predates the latest ex-day
+    sizing, which can change the size of its returns, not the mechanics it shows."""
     seeds, machine = report["seeds"], report["machine"]
     versus = report["sharpe_vs_buy_and_hold"]
     runs = _base_runs(sweep)
@@ -339,8 +385,22 @@ def how_measured(report: Mapping, sweep: Mapping) -> MethodNote:
          f"the record `bench_sweep.json` (chapter 2): the default configuration on the sample, seeds "
          f"{', '.join(str(run['seed']) for run in runs)}, each validated {len(runs[0]['evaluations'])} times over "
          f"{sweep['total_steps']:,} env-steps; {sweep['machine']['date'][:10]}, {sweep['machine']['cpu_count']} "
-         "CPU cores."),
+         "CPU cores." + _sweep_predates(sweep, page_hold_valid)),
     ])
+
+
+def _sweep_predates(sweep: Mapping, page_hold_valid: float | None) -> str:
+    """The sentence `how_measured` adds when the sweep's buy-and-hold validation Sharpe differs from
+    the page's at two decimals (its data predate the latest ex-day sizing), else ``""``."""
+    if page_hold_valid is None:
+        return ""
+    sweep_hold = _base_runs(sweep)[0]["buy_and_hold_valid_sharpe"]
+    if f"{sweep_hold:.2f}" == f"{page_hold_valid:.2f}":
+        return ""
+    return (f" It was made before the latest change to how the cleaning sizes a detected ex-day (1.4): its "
+            f"buy-and-hold validation Sharpe is {sweep_hold:.2f}, this page's {page_hold_valid:.2f}, so its returns "
+            "and Sharpe ratios can differ a little in size, not in the mechanics it shows (the same update, "
+            "validation and choice of checkpoint).")
 
 
 def chapter_box(env_steps: int, table: pd.DataFrame, versus: Mapping, missing: pd.Series, moved: pd.DataFrame,

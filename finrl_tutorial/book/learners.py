@@ -27,8 +27,8 @@ from ..errors import InputError
 from .folded import MethodNote, how_measured
 from .teaching import reader_command
 from .workers import load_range, run_loads
-from .scale import (CostModel, measured_points, phase_table, plot_projection, same_work_seconds, speedup_text,
-                    speedups)
+from .scale import (CostModel, chance_every_round, holm_speed_tests, measured_points, phase_table, plot_projection,
+                    round_ratios, same_work_seconds, speedup_text, speedups)
 
 LAYOUTS = ("trainer", "ddp")
 """The layouts chapter 5 reads from a ``bench scale`` record: the in-process trainer and DDP."""
@@ -129,7 +129,11 @@ def measurement_note(records: Iterable[dict], name: str) -> object:
                f"`{reader_command(first['command'])}`.",
                f"* `bench scale` runs every configuration {int(table['repeats'].max())} times in interleaved rounds: "
                "run *i* of every configuration comes from round *i*, so each speed-up is also taken round by round. "
-               "*Faster* or *slower* means every round says so.",
+               "*Faster* or *slower* means every round says so. With "
+               f"{int(table['repeats'].max())} rounds, two equally fast configurations would still land on one side "
+               f"of 1 in every round {chance_every_round(int(table['repeats'].max())):.0%} of the time, so these "
+               "verdicts are exploratory; 5.5 tests them together with Holm's correction "
+               "(`ft.book.scale.holm_speed_tests`).",
                "* Rank 0 times each phase on its own clock: a communication hook times every gradient all-reduce, "
                "and a barrier just before it times how long rank 0 waits for the slower rank.",
                f"* The 1-minute load average was {load_range(records, LAYOUTS)}, on {cores} cores (the benchmark's "
@@ -148,6 +152,24 @@ def measurement_note(records: Iterable[dict], name: str) -> object:
                  else "* Two ranks") + f" ran {speedup_text(table, two)}.",
                 f"* One rank ran {speedup_text(table, one)}."]
     return _dropdown("How this was measured", bullets)
+
+
+def speed_family(records: Iterable[dict], loaded_records: Iterable[dict]) -> pd.DataFrame:
+    """Every speed verdict chapter 5 draws, tested together (`holm_speed_tests`): one and two DDP ranks
+    against the fastest in-process trainer of the record ``records`` (5.5), and two ranks against the
+    fastest in-process trainer of the loaded record ``loaded_records`` (5.7). Each row names its
+    baseline."""
+    records, loaded_records = list(records), list(loaded_records)
+    baseline, one, two = ddp_labels(speedups(records, layouts=list(LAYOUTS)))
+    loaded_base, _, loaded_two = ddp_labels(speedups(loaded_records, layouts=list(LAYOUTS)))
+    return holm_speed_tests({f"{one} ÷ {baseline}": round_ratios(records, one),
+                             f"{two} ÷ {baseline}": round_ratios(records, two),
+                             f"under load: {loaded_two} ÷ {loaded_base}": round_ratios(loaded_records, loaded_two)})
+
+
+def family_view(family: pd.DataFrame):
+    """`speed_family` as the chapter shows it (a Styler): ratios as ``1.29×``, p-values at 3 decimals."""
+    return family.style.format({"geometric mean": "{:.2f}×", "p (t)": "{:.3f}", "p (Holm)": "{:.3f}"})
 
 
 def check_table(check: pd.DataFrame) -> pd.DataFrame:

@@ -25,10 +25,10 @@ from .folded import MethodNote
 __all__ = [
     # chapter 1, second page
     "MethodNote", "how_measured", "total_return", "records_table", "planted_edge_table", "planted_summary",
-    "style_signal_rule", "learn_method", "walkforward_reading", "walkforward_method", "realistic_provenance",
+    "style_signal_rule", "learn_method", "learn_rebuilt", "walkforward_reading", "walkforward_method", "realistic_provenance",
     "realistic_method", "style_realistic", "style_oracles", "budget_table", "budget_reading", "style_budgets",
     "edge_box", "walkforward_seed_differences", "with_seed_spread", "ic_scale", "walkforward_pooled_hold",
-    "near_margin", "margin_details",
+    "near_margin", "margin_details", "walkforward_two_level", "with_two_level",
     # chapter 2
     "live_runs_table", "style_live_runs", "QUIET_LABEL", "quiet_base_cost", "plot_cost", "cost_reading",
     "update_cost_table", "timing_table", "cost_method", "kl_tables", "plot_kl", "kl_ratio_table",
@@ -44,6 +44,11 @@ def _measured_box(*args, **kwargs):
     from . import measured_box as box
 
     return box(*args, **kwargs)
+
+
+def _joined_and(words: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def _count(n: int, word: str) -> str:
@@ -110,18 +115,51 @@ def style_signal_rule(table: pd.DataFrame):
     return table.style.format(percent | {"p (t)": "{:.3f}", "p (Holm)": "{:.3f}"})
 
 
-def learn_method(learn: Mapping, budget: int) -> MethodNote:
+def learn_rebuilt(learn: Mapping, env_config, family: str = "factor", algo: str = "ppo", markets: int = 3) -> dict:
+    """The first ``markets`` markets of ``family`` in a ``bench learn`` record, rebuilt now with the
+    package as installed (`make_synthetic` with the case's spec): per market seed, the record's and
+    the present test Sharpe of equal-weight buy-and-hold and of the signal rule (``{seed: {"record":
+    (hold, rule), "now": (hold, rule)}}``), for `learn_method` to say whether the record's markets are
+    the ones the package builds now."""
+    from ..backtest import oracle_record
+    from ..backtest.runner import buy_and_hold_baseline
+    from ..data.synthetic import SyntheticSpec, make_synthetic
+
+    out = {}
+    for case in [c for c in learn["cases"] if c["family"] == family and c["algo"] == algo][:markets]:
+        synthetic = make_synthetic(SyntheticSpec(family=family, ic=case["ic"], seed=case["seed"],
+                                                 num_stocks=case["stocks"], num_days=case["days"]))
+        hold = buy_and_hold_baseline(synthetic.market.test, env_config).metrics()["sharpe_ratio"]
+        rule = oracle_record(synthetic, "test", env_config).metrics()["sharpe_ratio"]
+        out[case["seed"]] = {"record": (case["buy_and_hold_sharpe"], case["oracle_sharpe"]), "now": (hold, rule)}
+    return out
+
+
+def learn_method(learn: Mapping, budget: int, rebuilt: Mapping | None = None) -> MethodNote:
     """How the planted-edge record (``bench_learn.json``) was made: its date and machine, the budget
     and the choice of checkpoint the tables read, and the commands of its parts as a reader runs
-    them (the merge of the parts left out). Returns a :class:`MethodNote`."""
+    them (the merge of the parts left out); with ``rebuilt`` (`learn_rebuilt`), one plain note where
+    the markets the package builds now differ from the record's. Returns a :class:`MethodNote`."""
     machine = learn["machine"]
     parts = [part for part in learn["command"].split("&&") if "--merge" not in part]
-    return how_measured(
+    paragraphs = [
         f"The record bench_learn.json, made on {machine['date'][:10]} on a {machine['cpu_count']}-core CPU, one "
         f"torch thread per run. The tables read the runs of {budget:,} env-steps (the default budget) at their end, "
-        "with the checkpoint chosen on the validation split and scored once on the test split.",
-        "To make its parts again, one command each: " + "; ".join(
-            teaching.reader_command(part, f"runs/bench_learn_{_out_name(part)}") for part in parts))
+        "with the checkpoint chosen on the validation split and scored once on the test split."]
+    moved = {seed: v for seed, v in (rebuilt or {}).items()
+             if max(abs(a - b) for a, b in zip(v["record"], v["now"])) >= 0.005}
+    if moved:
+        paragraphs.append(
+            "The record's markets are not exactly the ones the package builds now: on the factor markets of seed"
+            f"{'' if len(moved) == 1 else 's'} {_joined_and(list(map(str, moved)))}, the test Sharpe of buy-and-hold "
+            "and of the signal rule read " + "; ".join(
+                f"{v['record'][0]:.2f} and {v['record'][1]:.2f} in the record, {v['now'][0]:.2f} and {v['now'][1]:.2f} "
+                f"now (seed {seed})" for seed, v in moved.items())
+            + ". Within the record every learner and the signal rule met the same markets, so its comparisons hold "
+              "for the markets it ran; running its commands again measures the present ones.")
+    paragraphs.append("To make its parts again, one command each: " + "; ".join(
+        teaching.reader_command(part, f"runs/bench_learn_{_out_name(part)}") for part in parts))
+    return how_measured(*paragraphs)
 
 
 def _out_name(command: str) -> str:
@@ -205,6 +243,56 @@ def with_seed_spread(table: pd.DataFrame, reading: Mapping) -> pd.DataFrame:
     table.insert(table.columns.get_loc("agent − buy-and-hold [95 %]") + 1, "seeds' own differences", spread)
     return table
 
+
+
+def walkforward_two_level(walkforward: Mapping, seed: int = 0) -> dict[str, dict]:
+    """Each test year's and the pooled interval of Sharpe(agent) − Sharpe(equal-weight buy-and-hold)
+    of a ``bench walkforward`` record, recomputed from its runs' daily test wealth with the seeds
+    resampled as well as the days (`metrics.sharpe_difference_ci(..., resample_seeds=True)`, the
+    two-level bootstrap). The record's own intervals resample the days only; these use the same
+    curves, the same bootstrap seed and settings, and pool the years as the record does
+    (`bench.walkforward.chain`, over the seeds every year has). Keys: the years as strings, then
+    ``"pooled"``; each value is a `sharpe_difference_ci` dict (``resampled`` says "seeds and days")."""
+    from ..bench.walkforward import chain
+    from ..metrics import sharpe_difference_ci
+
+    def curve(run, name):
+        return pd.Series(run["test_wealth"][name], index=pd.DatetimeIndex(run["test_dates"]))
+
+    runs = walkforward["runs"]
+    years = sorted({run["year"] for run in runs})
+    out = {}
+    for year in years:
+        group = sorted((run for run in runs if run["year"] == year), key=lambda run: run["seed"])
+        out[str(year)] = sharpe_difference_ci([curve(run, "agent") for run in group],
+                                              curve(group[0], "equal_weight_buy_and_hold"),
+                                              seed=seed, resample_seeds=True)
+    seeds = sorted(set.intersection(*({run["seed"] for run in runs if run["year"] == year} for year in years)))
+    pick = {(run["year"], run["seed"]): run for run in runs}
+    hold = chain([curve(pick[(year, seeds[0])], "equal_weight_buy_and_hold") for year in years])
+    out["pooled"] = sharpe_difference_ci([chain([curve(pick[(year, s)], "agent") for year in years]) for s in seeds],
+                                         hold, seed=seed, resample_seeds=True)
+    return out
+
+
+TWO_LEVEL_COLUMN = "seeds and days resampled [95 %]"
+"""The column `with_two_level` adds: the two-level interval and its verdict."""
+
+
+def with_two_level(table: pd.DataFrame, two_level: Mapping[str, Mapping], margin: float | None = None) -> pd.DataFrame:
+    """``table`` (`teaching.walkforward_table`, with or without `with_seed_spread`) with, beside the
+    record's days-only interval of the agent, the interval that resamples the seeds too
+    (`walkforward_two_level`) and its verdict, row by row (``margin``: the tie margin, default the
+    intervals' own)."""
+    from ..metrics import difference_verdict
+
+    cells = []
+    for ci in two_level.values():
+        verdict = difference_verdict(ci["low"], ci["high"], ci["margin"] if margin is None else margin)
+        cells.append(f"[{ci['low']:+.2f}, {ci['high']:+.2f}] {verdict}")
+    table = table.copy()
+    table.insert(table.columns.get_loc("agent verdict") + 1, TWO_LEVEL_COLUMN, cells)
+    return table
 
 
 def walkforward_method(walkforward: Mapping, reading: Mapping, live_hold: Mapping | None = None,
@@ -401,14 +489,17 @@ def style_budgets(table: pd.DataFrame):
 def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: float, planted: pd.DataFrame,
              ppo_vs_a2c: Mapping, versus_rule: pd.DataFrame, wf_intervals: Mapping, wf_verdicts: Mapping,
              near: Sequence[Mapping], margin: float, cells: pd.DataFrame, per_market: pd.DataFrame,
-             seeds_below: tuple[int, int] | None = None):
+             seeds_below: tuple[int, int] | None = None, two_level: Mapping | None = None):
     """The box at the end of chapter 1's second page: this run's planted edge and buy-and-hold on
     1.8's test split; the committed planted edges (`planted_summary`), PPO against A2C, the agent
     against the signal rule over all families, the walk-forward intervals and verdicts (a verdict
     that turns on an end near the margin, from ``near`` (`near_margin`), marked fragile; with
-    ``seeds_below``, ``(below, seeds)``, how many seeds ended below buy-and-hold, pooled), and the
+    ``seeds_below``, ``(below, seeds)``, how many seeds ended below buy-and-hold, pooled; with
+    ``two_level`` (`walkforward_two_level`), the same intervals with the seeds resampled too), and the
     pooled capture of the informed oracle at realistic strength with the markets the agent was ahead
     on. Returns a `MeasuredBox`."""
+    from ..metrics import difference_verdict
+
     fragile = {n["name"] for n in near if n["turns"]}
     pooled_rule = versus_rule.xs("all families", level="family")
     per_family = sorted(set(versus_rule.drop(index="all families", level="family")["verdict"]))
@@ -440,6 +531,9 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
                 + (f" (fragile: it turns on an end within 0.01 of the ±{margin} margin)" if year in fragile else "")
                 for year, verdict in wf_verdicts.items())
                 + (f"; pooled, {seeds_below[0]} of {seeds_below[1]} seeds below buy-and-hold" if seeds_below else ""),
+            **({"walk-forward, seeds and days resampled (from the record's daily curves)": ", ".join(
+                f"{year} [{ci['low']:+.2f}, {ci['high']:+.2f}] {difference_verdict(ci['low'], ci['high'], margin)}"
+                for year, ci in two_level.items())} if two_level else {}),
             "realistic strength, informed oracle captured, pooled, no interval (bench_learn_realistic.json)": "; ".join(
                 f"IC {ic:g} × {stocks}: {row['informed oracle captured (pooled)']:.2f}, the agent ahead of the oracle "
                 f"on {ahead(ic, stocks)} of {row['markets']} markets" for (ic, stocks, _), row in cells.iterrows()),
@@ -703,22 +797,43 @@ def _caption_blocks(record: Mapping, name: str, reader_out: str) -> list[str]:
     return blocks
 
 
-def sweep_method(record: Mapping, name: str, reader_out: str, live_hold: float | None = None) -> MethodNote:
+def sweep_method(record: Mapping, name: str, reader_out: str, live_hold: float | None = None,
+                 live_synthetic_holds: Mapping[int, float] | None = None) -> MethodNote:
     """How a full-size sweep record was made (`_caption_blocks`: date, machine, seeds, budget, the
     command that makes it again); with ``live_hold`` (buy-and-hold's validation Sharpe on the sample
-    as the package computes it now), one plain note where it differs from the record's: the record
-    predates the present sizing of detected ex-days, and what that means for its numbers. Returns a
-    :class:`MethodNote`."""
+    as the package computes it now), one plain sentence where it differs from the record's: the
+    record predates the present sizing of detected ex-days (chapter 1.4), what that can change and
+    what not; with ``live_synthetic_holds`` (market seed → buy-and-hold's validation Sharpe on that
+    synthetic market as the package builds it now), one more where those differ from the record's.
+    Returns a :class:`MethodNote`."""
     paragraphs = _caption_blocks(record, name, reader_out)
     paragraphs.append("The tables leave out the record's wall-clock seconds: its runs shared the machine with other "
                       "processes, so their seconds differ by load as much as by knob.")
     recorded = next((row["buy_and_hold_valid_sharpe"] for row in record["summary"] if row["market"] == "sample"), None)
     if live_hold is not None and recorded is not None and abs(live_hold - recorded) >= 0.005:
         paragraphs.append(
-            "This record was made with the earlier sizing of detected ex-days (chapter 1.4). Buy-and-hold's validation "
-            f"Sharpe on the sample reads {recorded:.2f} in it and {live_hold:.2f} on chapter 1's prices. The sweep's "
-            "absolute Sharpe ratios on the sample come from that earlier cleaning; every variant and seed was run "
-            "on the same prices, so the comparisons among them share it.")
+            f"This record, made on {record['date'][:10]}, predates the latest change to how the cleaning sizes a "
+            "detected ex-day (chapter 1.4), so it was made with the earlier sizing of detected ex-days: buy-and-hold's "
+            f"validation Sharpe on the sample reads {recorded:.2f} in it and {live_hold:.2f} on chapter 1's prices, "
+            "and that can shift every absolute Sharpe ratio on the sample (the agents trained on the earlier prices "
+            "too), but not the fairness of a comparison, because every variant and seed ran on the same prices and "
+            "the comparisons among them share it (whether they would rank the same on the present prices, only a "
+            "rerun can say).")
+    if live_synthetic_holds:
+        stored = {run["seed"]: run["buy_and_hold_valid_sharpe"] for run in record["runs"]
+                  if run["market"] == "synthetic" and run["variant"] == record.get("base_variant", "base")}
+        moved = {seed: (stored[seed], live) for seed, live in sorted(live_synthetic_holds.items())
+                 if seed in stored and abs(live - stored[seed]) >= 0.005}
+        if moved:
+            paragraphs.append(
+                f"Its synthetic {'market' if len(moved) == 1 else 'markets'} of seed"
+                f"{'' if len(moved) == 1 else 's'} {_joined_and(list(map(str, moved)))} "
+                f"{'is' if len(moved) == 1 else 'are'} not the one{'' if len(moved) == 1 else 's'} the package "
+                "builds now either: buy-and-hold's validation Sharpe reads "
+                + ", ".join(f"{old:.3f} (seed {seed})" for seed, (old, _) in moved.items()) + " in the record and "
+                + ", ".join(f"{new:.3f}" for _, new in moved.values()) + " now. Every variant met the same three "
+                "markets, so the comparisons stand for the markets the record ran; running its command again "
+                "measures the present ones.")
     return how_measured(*paragraphs)
 
 

@@ -12,6 +12,9 @@ Chapters 4, 5, 6 and 8 read the same record with the same functions:
   waiting) in each layout;
 * `fit_cost_model` / `CostModel` — a three-number model of an iteration, fitted to the phases of
   one and two processes, and its projection to more processes (`project`, `plot_projection`);
+* `round_ratios` / `holm_speed_tests` — the round-by-round ratios behind a verdict, and a family of
+  verdicts tested together with Holm's correction (`chance_every_round`: how often 3 rounds all
+  fall on one side of 1 by chance alone);
 * `peer_comparisons` / `peer_ppo_layouts` — a ``bench peers`` record read like with like: every
   ratio between two measurements of the same number of accounts (or within one library), each
   named with its baseline.
@@ -448,6 +451,64 @@ def learner_threads_reading(records: Iterable[dict]) -> dict:
             "update seconds": {1: one["phases"]["update"], 2: two["phases"]["update"]},
             "loads": _loads(one) + _loads(two), "faster": 1 if one["samples_per_s"] >= two["samples_per_s"] else 2,
             "median of rounds": statistics.median(ratios)}
+
+
+# --- many verdicts from few rounds: Holm's correction ----------------------------------------------
+
+def round_ratios(records: Iterable[dict], label: str, key: str = "samples_per_s",
+                 baseline: str | None = None) -> list[float]:
+    """The round-by-round ratios of the configuration ``label`` (a `scale_label`) to ``baseline``
+    (default the fastest in-process trainer, `fastest_single_process`): run *i* of one ÷ run *i*
+    of the other, the ratios `speedups` reads its ``rounds min`` / ``rounds max`` and verdict from."""
+    records = _records(records, key)
+    by_label = {scale_label(r): r for r in records}
+    base_label = baseline or scale_label(fastest_single_process(records, key))
+    for name in (label, base_label):
+        if name not in by_label:
+            raise InputError(f"no configuration labelled {name!r} with {key} in the records; "
+                             f"there are: {', '.join(by_label)}")
+    values, base = _runs(by_label[label], key), _runs(by_label[base_label], key)
+    if len(values) != len(base) or "runs" not in by_label[label] or "runs" not in by_label[base_label]:
+        raise InputError(f"{label!r} and {base_label!r} hold no paired rounds")
+    return [v / b for v, b in zip(values, base)]
+
+
+def chance_every_round(rounds: int) -> float:
+    """Probability that ``rounds`` ratios all lie above 1, or all below, when the two configurations
+    are equally fast and each round falls on either side with probability 1/2, independently of the
+    others: 2 of the 2**rounds equally likely patterns. For 3 rounds, 2 / 8 = 25 % per comparison, so
+    an "every round" verdict from 3 rounds is exploratory on its own."""
+    if rounds < 1:
+        raise InputError(f"rounds must be >= 1, got {rounds}")
+    return 2 / 2 ** rounds
+
+
+def holm_speed_tests(comparisons, level: float = 0.05) -> pd.DataFrame:
+    """Speed verdicts of a family of comparisons, corrected for their number. ``comparisons`` maps a
+    name to its round-by-round ratios (`round_ratios`; each compares one configuration with its
+    baseline in the same rounds). Each row: the rounds, the geometric mean of the ratios, the verdict
+    of the rounds alone (`speed_verdict`), the one-sample t-test's p-value on the log ratios (is the
+    mean log ratio 0, i.e. equally fast?), its Holm adjustment over **all** the rows
+    (`finrl_tutorial.book.teaching.holm`; glossary: "Non-overlap rule and Holm correction"), and
+    ``Holm verdict``: "faster" or "slower" only where the adjusted p-value is below ``level``, else
+    "inconclusive" (no tie: a large p-value is no evidence of equality). A comparison with fewer than
+    two rounds, or with identical rounds, gets p = 1."""
+    import numpy as np
+    from scipy import stats  # here, not at the top: `import finrl_tutorial` stays quick for the CLI
+
+    from .teaching import holm
+
+    rows = {}
+    for name, ratios in dict(comparisons).items():
+        logs = np.log(np.asarray([float(r) for r in ratios], dtype=float))
+        p = float(stats.ttest_1samp(logs, 0.0).pvalue) if len(logs) > 1 and logs.std() > 0 else 1.0
+        rows[name] = {"rounds": len(logs), "geometric mean": float(np.exp(logs.mean())),
+                      "rounds verdict": speed_verdict(ratios), "p (t)": p}
+    table = pd.DataFrame(rows).T.infer_objects()
+    table["p (Holm)"] = holm(table["p (t)"].tolist()).to_numpy()
+    table["Holm verdict"] = np.where(table["p (Holm)"] < level,
+                                     np.where(table["geometric mean"] > 1, "faster", "slower"), "inconclusive")
+    return table
 
 
 # --- chapter 6: the cost of one call of a batched env ------------------------------------------------

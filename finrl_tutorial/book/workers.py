@@ -264,7 +264,10 @@ def record_method(records: Iterable[dict], name: str, phases: pd.DataFrame) -> M
         "round *i*, and each ratio is also taken round by round.",
         "**Verdicts.** Faster (or slower) only if every round lies above (or below) 1; a tie only if every round lies "
         f"within ±{100 * scale.SPEED_TIE_MARGIN:g} % of 1, a stated margin (`ft.book.scale.SPEED_TIE_MARGIN`); "
-        "otherwise inconclusive: the rounds tell the two neither apart nor equal.",
+        "otherwise inconclusive: the rounds tell the two neither apart nor equal. With "
+        f"{int(table['repeats'].max())} rounds, two equally fast layouts would still land on one side of 1 in every "
+        f"round {scale.chance_every_round(int(table['repeats'].max())):.0%} of the time, so these verdicts are "
+        "exploratory; 4.4 tests them together with Holm's correction (`ft.book.scale.holm_speed_tests`).",
         "**The baseline.** The in-process trainer is timed on one torch thread and on two, the cores the two-worker "
         "layouts use for their rollouts and (with two learner threads) for the update; the faster of the two is the "
         "baseline.",
@@ -282,6 +285,29 @@ def record_method(records: Iterable[dict], name: str, phases: pd.DataFrame) -> M
         "work. A phase difference of that size between two layouts is noise, not a cost of the layout.",
     ]
     return method_note(items)
+
+
+# --- 4.4-4.5: the chapter's speed verdicts, tested together ----------------------------------------
+
+#: The name of 4.5's comparison in `speed_family`: two workers, the update on 2 threads ÷ on 1 thread.
+THREADS_COMPARISON = "two workers: update on 2 threads ÷ on 1 thread"
+
+
+def speed_family(records: Iterable[dict]) -> pd.DataFrame:
+    """Every speed verdict chapter 4 draws from the record ``records``, tested together
+    (`scale.holm_speed_tests`): the three worker layouts of 4.4 against the fastest in-process trainer,
+    and 4.5's two learner threads against one (`THREADS_COMPARISON`). Each row names its baseline."""
+    records = list(records)
+    table = scale.speedups(records, layouts=["trainer", "workers"])
+    baseline = table["baseline"].iloc[0]
+    comparisons = {f"{label} ÷ {baseline}": scale.round_ratios(records, label) for label in worker_labels(table)}
+    comparisons[THREADS_COMPARISON] = scale.learner_threads_reading(records)["rounds"]
+    return scale.holm_speed_tests(comparisons)
+
+
+def family_view(family: pd.DataFrame):
+    """`speed_family` as the chapter shows it (a Styler): ratios as ``0.75×``, p-values at 3 decimals."""
+    return family.style.format({"geometric mean": "{:.2f}×", "p (t)": "{:.3f}", "p (Holm)": "{:.3f}"})
 
 
 # --- 4.5: one learner thread or two ----------------------------------------------------------------

@@ -263,6 +263,8 @@ def _detected_references(bars: pd.DataFrame, reference: pd.Series, detected: pd.
             ref = locked if locked is not None else ref
             ratio = 1.0 + bonus
             cash = max(previous - ratio * ref, 0.0)
+            # the confidence judges the bonus shares only (how many bonus ratios fit the day's prices);
+            # the cash part is a residual whose size a day's own noise can match (chapter 1.4)
             confidence = ("low" if bonus == 0 or not close_fits else "high" if len(close_fits) == 1 else "medium")
         else:
             ref = float(rules.round_to_tick(min(max(estimate, low_bound), high_bound)))
