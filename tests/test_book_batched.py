@@ -276,12 +276,35 @@ def test_the_box_names_the_baseline_of_every_ratio_and_its_record(committed, gpu
     assert set(box) == {"this_run", "committed", "shows", "does_not_show"}
     for name, value in {**box["this_run"], **box["committed"]}.items():
         assert "×" not in value or "÷" in name, f"{name}: a ratio without its baseline"
-    assert sum(scale.SCALE_RECORD in name for name in box["committed"]) == 2
+    assert sum(scale.SCALE_RECORD in name for name in box["committed"]) == 3  # two ratios and the projection
     assert any(batched.GPU_RECORD in name for name in box["committed"])
     assert box["this_run"]["2 processes × 1,024 ÷ faster 1 process × 2,048 (1 or 2 threads)"] == \
         "rounds 0.80–1.20×: inconclusive"
-    projection = "projection (6.1's model, a free core each): 2 processes × 1,024 ÷ 1 process × 2,048"
-    assert box["this_run"][projection] == f"{result['projected']:.2f}×"
+    same = box["this_run"]["batched env ÷ subprocess VecEnv, same accounts (one process per account)"]
+    assert same == ", ".join(f"{r:.1f}× at {n:,}" for n, r in result["same sizes"].items()) and " at 4" in same
+    projection = "projection, not a measurement (6.1's model, a free core each): 2 processes × 1,024 ÷ 1 process × 2,048"
+    low, high = 0.8e5 / 1e5 / result["projected"], 1.2e5 / 1e5 / result["projected"]
+    assert box["this_run"][projection] == (f"{result['projected']:.2f}×; the rounds measured {low:.2f}–{high:.2f} of it: "
+                                         "the projection fails on this machine")
+    assert result["measured ÷ projected"] == pytest.approx((low, high))
+    record = next(name for name in box["committed"] if "projection (its own fit" in name)
+    assert box["committed"][record] == (f"{committed['projected']:.2f}×; measured "
+                                        f"{committed['two processes']['speed-up'] / committed['projected']:.2f} of it")
+
+
+def test_the_projection_is_checked_against_the_rounds():
+    for (low, high), said in {(0.45, 0.5): "the rounds measured 0.45–0.50 of it: the projection fails on this machine",
+                              (0.97, 1.02): "the rounds measured 0.97–1.02 of it: the projection holds here",
+                              (0.8, 1.1): "the rounds measured 0.80–1.10 of it"}.items():
+        assert batched.projection_check({"measured ÷ projected": (low, high)}) == said
+
+
+def test_the_committed_projection_is_the_model_fitted_to_the_records_own_sweep(committed):
+    sweep = [r for r in read_records(scale.SCALE_RECORD) if r["layout"] == "vec"]
+    fit = fit_per_call([r["num_envs"] for r in sweep], [r["env_steps_per_s"] for r in sweep])
+    c, a, n = fit["call_seconds"], fit["account_seconds"], committed["per process"]
+    assert committed["projected"] == pytest.approx((c + 2 * n * a) / (c + n * a))
+    assert committed["two processes"]["speed-up"] < committed["projected"]  # the projection fails on the record
 
 
 def test_fast_or_loaded_rounds_leave_the_answer_to_the_committed_record(committed, gpu):
@@ -293,8 +316,9 @@ def test_fast_or_loaded_rounds_leave_the_answer_to_the_committed_record(committe
         result = batched.answer(rate, rounds, committed, per_call, fast=fast)
         assert not result["live"] and why in result["why not"] and result["paid"] == []
         assert result["committed answer"] == "inconclusive"  # the quiet record holds one ratio
-        assert "not the answer" in batched.box_contents(result, gpu)["this_run"][
-            "2 processes × 1,024 ÷ faster 1 process × 2,048 (1 or 2 threads)"]
+        assert batched.box_contents(result, gpu)["this_run"][
+            "2 processes × 1,024 ÷ faster 1 process × 2,048 (1 or 2 threads)"] == \
+            f"rounds 0.50–0.70×: slower; these rounds {result['why not']}"
     rounds["load average"] = 1.5
     live = batched.answer(rate, rounds, committed, per_call)
     assert live["live"] and live["rounds"]["verdict"] == "slower"

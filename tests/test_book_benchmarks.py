@@ -233,8 +233,9 @@ def test_loop_note_explains_the_rows_left_out_with_their_load(train, quiet):
     assert f"load average {read_loads.min():.1f}–{read_loads.max():.1f} on 2 cores, before and after each" in note
     assert (read_loads.min(), read_loads.max()) == (0.21, 0.71)  # a quiet machine: well within its 2 cores
     # which rows are the current agent's: the read rows and the scale record both follow the change the pairs time
-    assert "These rows time the current agent" in note and "made before" not in note
-    assert f"`{scale.SCALE_RECORD}` (2026-12-02, the current agent)" in note
+    assert "These rows ran on 2026-12-04, with the stockwise network as changed on 2026-12-01" in note
+    assert "before the change" not in note and "latest change" not in note
+    assert f"`{scale.SCALE_RECORD}` (2026-12-02, after that change)" in note
     reading = benchmarks.loop_cost_reading(quiet)
     assert f"over its {len(reading['loads'])} loop runs (1 to 256 envs)" in note
     assert "versions of the package" not in note and "Linux" not in note
@@ -277,7 +278,19 @@ def test_projection_table_is_the_cost_models_projection(speed, quiet):
         assert table.loc[name, "projected at 8: × the fastest in-process trainer"] == pytest.approx(
             scale.project(model, (8,), baseline=base).loc[8, "speed-up"])
         assert table.loc[name, "serial fraction"] == pytest.approx(model.serial_fraction)
+    assert set(table.columns) < set(benchmarks.PROJECTION_FORMATS)
+
+
+def test_projection_table_also_reads_like_with_like_against_a_trainer_with_as_many_envs(speed, quiet):
+    models = benchmarks.cost_models(quiet)
+    trainer = scale.fit_trainer_model(quiet)
+    table = benchmarks.projection_table(models, speed, trainer=trainer)
     assert set(benchmarks.PROJECTION_FORMATS) == set(table.columns)
+    same = "projected at 8: × one in-process trainer with as many envs"
+    for name, model in models.items():
+        assert table.loc[name, same] == pytest.approx(scale.project(model, (8,), baseline=trainer).loc[8, "speed-up"])
+        # a trainer with 8 processes' envs is faster than the fastest one measured: a smaller speed-up
+        assert table.loc[name, same] < table.loc[name, "projected at 8: × the fastest in-process trainer"]
 
 
 def test_scale_note_holds_the_rounds_and_the_loads(speed, quiet):
@@ -292,6 +305,10 @@ def test_the_cost_model_figure_stops_at_eight_processes(speed, quiet):
     benchmarks.plot_cost_models(benchmarks.cost_models(quiet), speed, ax)
     assert max(max(line.get_xdata(), default=0) for line in ax.get_lines()) == 8
     assert "projected to 8" in ax.get_title()
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    benchmarks.plot_cost_models(benchmarks.cost_models(quiet), speed, ax, trainer=scale.fit_trainer_model(quiet))
+    assert "against one in-process trainer with as many envs" in ax.get_title()
     plt.close(fig)
 
 
@@ -365,7 +382,9 @@ def test_seed_table_gives_the_gap_in_standard_errors_and_the_bootstrap_verdict(f
     assert rows["verdict"] == "inconclusive" and rows["bootstrap Sharpe difference, 95 % interval"] == "-0.09 [-0.25, +0.06]"
     flat = copy.deepcopy(full_run)
     flat["agent_std"]["sharpe_ratio"] = 0.0
-    assert benchmarks.seed_table(flat).data["this run"]["gap in standard errors"] == "(seeds barely differ)"
+    assert benchmarks.seed_table(flat).data["this run"]["gap in standard errors"] == benchmarks.NO_SEED_GAP
+    flat["agent_std"]["sharpe_ratio"] = 0.004  # prints as 0.00: no gap in such standard errors either
+    assert benchmarks.seed_table(flat).data["this run"]["gap in standard errors"] == benchmarks.NO_SEED_GAP
 
 
 # --- 8.8 peers -----------------------------------------------------------------------------------------

@@ -262,17 +262,25 @@ def test_planted_learning_follows_the_record():
     assert table["signal rule's excess captured"].tolist() == [r["capture_pooled"] for r in rows]
     assert table["signal rule's test excess"].nunique() == 1  # one signal rule for all budgets
     assert table["agent's test excess"].iloc[0] < 0 < table["agent's test excess"].iloc[-1]  # it learns
+    # the informed oracle beside the signal rule: one rule per market, chosen on validation, at every budget
+    assert table["informed oracle's test excess"].tolist() == [r["informed_excess_mean"] for r in rows]
+    assert table["informed oracle's test excess"].nunique() == 1
+    assert table["informed oracle's excess captured"].tolist() == [r["informed_capture_pooled"] for r in rows]
+    older = {**learn, "summary": [{k: v for k, v in r.items() if not k.startswith("informed")} for r in learn["summary"]]}
+    assert "informed oracle's test excess" not in demo.planted_learning(older)  # a record without it
 
 
-def test_how_measured_says_once_when_the_sweep_predates_the_pages_data(report, sweep):
+def test_how_measured_states_once_which_package_the_sweep_ran_when_its_data_differ(report, sweep):
     runs = [run for run in sweep["runs"] if run["market"] == "sample" and run["variant"] == sweep["base_variant"]]
     sweep_hold = runs[0]["buy_and_hold_valid_sharpe"]
     text = str(demo.how_measured(report, sweep, page_hold_valid=-0.57))
-    assert text.count("made before the latest change to how the cleaning sizes a detected ex-day") == 1
-    assert f"its buy-and-hold validation Sharpe is {sweep_hold:.2f}, this page's -0.57" in text
+    date = sweep["machine"]["date"][:10]
+    assert text.count(f"It ran the package of {date}, whose ex-day sizing (1.4)") == 1
+    assert f"a validation Sharpe of {sweep_hold:.2f} where this page's gives -0.57" in text
     assert "not in the mechanics" in text
+    assert "made before" not in text and "predate" not in text  # provenance as a fact, not a story
     same = str(demo.how_measured(report, sweep, page_hold_valid=sweep_hold))
-    assert "made before" not in same and "made before" not in str(demo.how_measured(report, sweep))
+    assert "It ran the package" not in same and "It ran the package" not in str(demo.how_measured(report, sweep))
 
 
 def test_how_measured_is_folded_and_names_each_record_with_its_command(report, sweep):
@@ -313,4 +321,6 @@ def test_chapter_box_names_its_records_and_recomputes_the_committed_verdict(repo
     full = str(demo.chapter_box(16_384, _table(), versus, missing, moved, report, sweep, page_hold_valid=-0.48,
                                 fast=False))
     assert "fast mode" not in full and "[-0.40, +0.50]: inconclusive" in full
-    assert "earlier ex-day sizing" in full  # the sweep's record predates a change, said once
+    assert f"package of {sweep['machine']['date'][:10]}: buy-and-hold" in full  # the sweep's package, said once
+    assert "4 of its 5 seeds end at or below the untrained network's test Sharpe" in full  # the record's own count
+    assert "stay close" not in full

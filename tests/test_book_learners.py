@@ -153,6 +153,14 @@ def test_the_projection_figure_draws_the_fit_the_points_and_the_what_if(quiet, t
     plt.close(fig)
 
 
+def test_the_like_with_like_projection_figure_names_its_baseline(quiet, table):
+    model, trainer = scale.fit_cost_model(quiet, "ddp"), scale.fit_trainer_model(quiet)
+    fig, ax = plt.subplots()
+    learners.plot_ddp_projection(model, table, ax, trainer=trainer)
+    assert "with as many envs" in ax.get_title() and "with as many envs" in ax.get_ylabel()
+    plt.close(fig)
+
+
 # --- the measured box -----------------------------------------------------------------------------
 
 def test_the_committed_rows_name_their_record_and_repeat_its_readings(quiet, table, phases):

@@ -75,12 +75,55 @@ def test_the_learn_method_block_says_where_the_markets_built_now_differ(learn):
     case = next(c for c in learn["cases"] if c["family"] == "factor" and c["algo"] == "ppo" and c["seed"] == seed)
     same = {seed: {"record": (case["buy_and_hold_sharpe"], case["oracle_sharpe"]),
                    "now": (case["buy_and_hold_sharpe"], case["oracle_sharpe"])}}
-    assert "not exactly the ones" not in str(learning.learn_method(learn, DEFAULT, same))
+    assert "today's package builds" not in str(learning.learn_method(learn, DEFAULT, same))
     moved = {seed: {"record": same[seed]["record"], "now": (case["buy_and_hold_sharpe"], case["oracle_sharpe"] + 0.1)}}
     note = str(learning.learn_method(learn, DEFAULT, moved))
-    assert f"on the factor markets of seed {seed}, the test Sharpe" in note and "measures the present ones" in note
-    assert note.index("not exactly the ones") < note.index("To make its parts again")
+    assert f"On the record's factor markets of seed {seed}, the test Sharpe" in note and "its comparisons hold" in note
+    assert note.index("today's package builds") < note.index("To make its parts again")
     _clean(note)
+
+
+def test_ppo_and_a2c_are_paired_on_test_excess_over_every_planted_market_both_ran(learn):
+    paired = learning.paired_excess(learn, "ppo", "a2c", DEFAULT)
+    keys = {algo: {(c["family"], c["ic"], c.get("stocks", 10), c["seed"]) for c in learn["cases"]
+                   if c["algo"] == algo and c["family"] != "none" and teaching._run_length(c, "best") == DEFAULT}
+            for algo in ("ppo", "a2c")}
+    assert len(paired) == len(keys["ppo"] & keys["a2c"]) and "none" not in set(paired["family"])
+    assert np.allclose(paired["difference"], paired["ppo"] - paired["a2c"])
+    test = learning.paired_test(paired["difference"])
+    assert test["n"] == len(paired) and test["low"] < test["mean"] < test["high"]
+    assert 0 <= test["p (Wilcoxon)"] <= 1 and test["positive"] == int((paired["difference"] > 0).sum())
+    # a rank test: one huge difference weighs no more than the largest rank
+    tail = learning.paired_test([0.1, 0.2, -0.1, 0.3, 0.15, 50.0])
+    assert tail["p (Wilcoxon)"] == learning.paired_test([0.1, 0.2, -0.1, 0.3, 0.15, 0.4])["p (Wilcoxon)"]
+
+
+def test_the_deflated_sharpe_within_one_budget_reads_the_final_checkpoints(sweep):
+    table = learning.fixed_budget_deflation(sweep)
+    assert len(table) == len(sweep["overfitting"])
+    for entry, (_, row) in zip(sweep["overfitting"], table.iterrows()):
+        assert row["all checkpoints: DSR"] == entry["deflated"]["deflated_sharpe"]
+        assert row["all checkpoints: trials"] == entry["trials"] and row["final checkpoints: trials"] == entry["runs"]
+        seed = entry.get("market_seed")
+        final = [r["evaluations"][-1]["valid_sharpe"] for r in sweep["runs"]
+                 if r["market"] == entry["market"] and (seed is None or r["seed"] == seed)]
+        assert row["final checkpoints: chosen"] == max(final)
+        assert row["final checkpoints: V"] == pytest.approx(np.var(final, ddof=1))
+
+
+def test_the_same_rule_chosen_by_both_windows_is_run_again_on_its_rebuilt_market():
+    from finrl_tutorial.backtest import oracle
+    from finrl_tutorial.envs import EnvConfig
+
+    rule = next(r for r in oracle.informed_rules(10) if r.kind == "top_k")
+    markets = [{"ic": 0.10, "stocks": 10, "seed": 0, "informed_rule": rule.name, "informed_test_excess": 0.1,
+                "train_valid_rule": rule.name, "train_valid_test_excess": 0.2},
+               {"ic": 0.10, "stocks": 10, "seed": 1, "informed_rule": rule.name, "informed_test_excess": 0.1,
+                "train_valid_rule": "simple", "train_valid_test_excess": 0.2}]
+    table = learning.same_rule_rerun({"oracles": {"markets": markets}, "cases": [{"days": 600}]}, EnvConfig())
+    assert list(table.index) == [(0.10, 10, 0)] and table["kind"].tolist() == ["top_k"]
+    assert table[["one-year column", "four-year column"]].values.tolist() == [[0.1, 0.2]]
+    assert np.isfinite(table["now"]).all()
 
 
 def test_the_walkforward_reading_and_its_method_block(walkforward):
@@ -294,20 +337,20 @@ def test_the_sweep_effects_and_the_method_block_agree_with_the_sweep(sweep):
     assert "--out runs/bench_sweep.json`" in method and "): `python -m finrl_tutorial bench sweep" in method
     assert sweep["machine"]["platform"] not in method and "2 CPUs" in method
     if abs(recorded + 0.57) >= 0.005:  # said once, as a fact about the record, with what it means
-        assert method.count("earlier sizing of detected ex-days") == 1
+        assert method.count("sizing of detected ex-days") == 1 and "predates" not in method
         assert "the comparisons among them share it" in method
-        assert f"made on {sweep['date'][:10]}, predates the latest change" in method
+        assert f"made on {sweep['date'][:10]} with the package of that day" in method
     # the synthetic markets: a note only where a seed's buy-and-hold differs from what the package builds now
     stored = {r["seed"]: r["buy_and_hold_valid_sharpe"] for r in sweep["runs"]
               if r["market"] == "synthetic" and r["variant"] == "base"}
     same = str(learning.sweep_method(sweep, "bench_sweep.json", "runs/bench_sweep.json", live_synthetic_holds=stored))
-    assert "builds now either" not in same
+    assert "as today's package builds them" not in same
     moved = {**stored, 1: stored[1] + 0.2}
     note = str(learning.sweep_method(sweep, "bench_sweep.json", "runs/bench_sweep.json", live_synthetic_holds=moved))
-    assert "Its synthetic market of seed 1 is not the one the package builds now" in note
-    assert f"{stored[1]:.3f} (seed 1) in the record and {stored[1] + 0.2:.3f} now" in note
+    assert "On its synthetic market of seed 1, buy-and-hold's" in note
+    assert f"{stored[1]:.3f} (seed 1) in the record and {stored[1] + 0.2:.3f} as today's package builds them" in note
     both = {**stored, 1: stored[1] + 0.2, 2: stored[2] + 0.1}
-    assert "markets of seeds 1 and 2 are not the ones" in str(
+    assert "On its synthetic markets of seeds 1 and 2," in str(
         learning.sweep_method(sweep, "bench_sweep.json", "runs/bench_sweep.json", live_synthetic_holds=both))
     _clean(note)
 

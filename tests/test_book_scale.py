@@ -223,3 +223,36 @@ def test_no_every_round_verdict_of_the_quiet_record_survives_holm(quiet, loaded)
     for family in (workers.speed_family(quiet), learners.speed_family(quiet, loaded)):
         assert set(family["rounds"]) == {3} and set(family["Holm verdict"]) == {"inconclusive"}
         assert family["rounds verdict"].isin(["faster", "slower"]).any()  # ... though some rounds all agree
+
+
+def test_the_trainer_model_runs_through_its_one_thread_phases_and_reads_its_anchor(quiet):
+    trainer = scale.fit_trainer_model(quiet)
+    anchor = scale.fastest_single_process(quiet)
+    assert trainer.label == "in-process trainer (128 envs, 2 threads)" == scale.scale_label(anchor)
+    assert trainer.samples_per_s(anchor["samples_per_iteration"]) == pytest.approx(anchor["samples_per_s"])
+    ones = [r for r in quiet if r["layout"] == "trainer" and r["learner_threads"] == 1]
+    for r in ones:  # the line goes through both one-thread points
+        seconds = r["phases"]["rollout"] + r["phases"]["update"]
+        assert trainer.fixed + trainer.per_sample * r["samples_per_iteration"] == pytest.approx(seconds)
+    # a trainer with more envs is faster: the like-with-like baseline grows with the processes
+    rates = [trainer.samples_per_s(4096 * p) for p in (1, 2, 4, 8)]
+    assert rates == sorted(rates) and rates[0] < rates[-1]
+
+
+def test_a_like_with_like_projection_reads_the_trainer_at_the_processes_samples(quiet):
+    trainer = scale.fit_trainer_model(quiet)
+    model = scale.fit_cost_model(quiet, "ddp")
+    fixed = scale.project(model, (2, 4, 8), baseline=trainer.anchor_rate)
+    same = scale.project(model, (2, 4, 8), baseline=trainer)
+    assert list(same["samples / iteration"]) == [2 * 4096, 4 * 4096, 8 * 4096]
+    assert same.loc[2, "speed-up"] == pytest.approx(fixed.loc[2, "speed-up"])  # measured at 128 envs
+    assert (same.loc[[4, 8], "speed-up"] < fixed.loc[[4, 8], "speed-up"]).all()
+    table = scale.speedups(quiet, layouts=["trainer", "ddp"])
+    points = scale.measured_points(table, "ddp", baseline=trainer, samples_per_process=model.samples_per_process)
+    assert points[2] == pytest.approx(scale.measured_points(table, "ddp")[2])
+
+
+def test_the_trainer_model_needs_two_sizes_of_the_one_thread_trainer(quiet):
+    only = [r for r in quiet if not (r["layout"] == "trainer" and r["num_envs"] == 64)]
+    with pytest.raises(InputError, match="two sizes"):
+        scale.fit_trainer_model(only)

@@ -165,7 +165,10 @@ def test_dense_next_values_match_what_the_cpu_rollout_stored(small_split):
 def test_noise_cost_table_says_what_the_replays_measured():
     sampled, held = {"reward": -0.09, "fees": 0.111, "traded": 1.43}, {"reward": -0.008, "fees": 0.002, "traded": 0.02}
     table = teaching_ppo.noise_cost_table(sampled, held)
-    assert table.iloc[0].tolist() == [-0.09, 0.111, 143.0] and table.iloc[1].tolist() == [-0.008, 0.002, 2.0]
+    assert table.iloc[0].tolist() == [-0.09, 0.111, 0.021, 143.0] and table.iloc[1].tolist() == [-0.008, 0.002, -0.006, 2.0]
+    # one unit for every column, said in the header: the reward's own (1.0 = 1 % of the initial cash)
+    assert table.columns.tolist() == ["reward", "fees", "reward before fees", "traded"]
+    assert table.columns.name == "per account and day, % of initial cash"
 
 
 def test_gae_reach_days_is_the_first_day_below_the_level():

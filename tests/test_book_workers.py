@@ -207,6 +207,13 @@ def test_projection_inputs_pair_each_model_with_its_measured_points(table, model
         assert set(measured[label]) == {1, 2}
 
 
+def test_projection_inputs_against_the_trainer_with_as_many_envs(quiet, table, models):
+    trainer = scale.fit_trainer_model(quiet)
+    _, measured = workers.projection_inputs(models, table, trainer)
+    for label, points in measured.items():  # at 2 workers (128 envs) the baseline is the measured one
+        assert points[2] == pytest.approx(workers.projection_inputs(models, table)[1][label][2])
+
+
 # --- the chapter's box -----------------------------------------------------------------------------
 
 def test_chapter_box_names_its_records_and_quotes_the_shared_sentences(record, loaded_records, table, models):

@@ -50,6 +50,11 @@ def _range(low: float, high: float, digits: int = 2) -> str:
     return a if a == b else f"{a}–{b}"
 
 
+def _accounts(n: int) -> str:
+    """``"1 account"``, ``"2 accounts"``, ``"4,096 accounts"``."""
+    return f"{n:,} account{'' if n == 1 else 's'}"
+
+
 def _same_sizes(rate: pd.Series) -> list[int]:
     """The numbers of accounts at which the subprocess VecEnv and both batched envs ran."""
     return sorted(set(rate["subproc"].index) & set(rate["vec"].index) & set(rate["vmap"].index))
@@ -111,7 +116,7 @@ def same_accounts_table(rate: pd.Series) -> pd.DataFrame:
     """env-steps/s of the subprocess VecEnv, the batched env and the vmap env at every number of
     accounts all three ran (rows ``"2 accounts"`` ...), from ``rate`` (env-steps/s indexed by
     ``(env, num_envs)``)."""
-    return pd.DataFrame({f"{n:,} accounts": {"subproc VecEnv": rate["subproc"][n], "batched env (vec)": rate["vec"][n],
+    return pd.DataFrame({_accounts(n): {"subproc VecEnv": rate["subproc"][n], "batched env (vec)": rate["vec"][n],
                                              "vmap env": rate["vmap"][n]} for n in _same_sizes(rate)}).T
 
 
@@ -138,7 +143,7 @@ def batching_table(rate: pd.Series) -> pd.DataFrame:
     smallest shared one, the env-steps/s at the largest ÷ at the smallest, and the vmap env ÷ the
     batched env over the sizes both ran. Each row names its baseline."""
     r = same_accounts_reading(rate)
-    rows = {f"{n:,} accounts: batched env ÷ subprocess VecEnv": f"{v:.1f}×" for n, v in r["same"].items()}
+    rows = {f"{_accounts(n)}: batched env ÷ subprocess VecEnv": f"{v:.1f}×" for n, v in r["same"].items()}
     rows[f"one call of {r['large']:,} accounts ÷ one call of {r['small']:,}"] = f"{r['call ratio']:.0f}×"
     rows[f"batched env at {r['large']:,} accounts ÷ at {r['small']:,} (env-steps/s)"] = f"{r['gain']:,.0f}×"
     rows["vmap env ÷ batched env (env-steps/s), over the sizes both ran"] = f"{_range(r['vmap low'], r['vmap high'])}×"
@@ -255,14 +260,24 @@ def not_deciding(rounds: pd.DataFrame, fast: bool = False) -> str:
     return " and ".join(reasons)
 
 
+def projected_ratio(per_call: dict, num_envs: int) -> float:
+    """The cost model of 6.1 (``per_call``: `fit_per_call`, t(n) = c + a n) with a free core for each
+    process and nothing else shared: two processes of ``num_envs`` accounts ÷ one process with all
+    ``2 × num_envs``, (c + 2 N a) / (c + N a). A projection, always between 1 and 2."""
+    c, a = per_call["call_seconds"], per_call["account_seconds"]
+    return (c + 2 * num_envs * a) / (c + num_envs * a)
+
+
 def committed_reading(quiet: list[dict], loaded: list[dict]) -> dict:
     """The two comparisons of 6.5 in the committed ``bench scale`` records (``quiet``: `SCALE_RECORD`,
     ``loaded``: `LOADED_SCALE_RECORD`), each a row of `speedups`: the batched env at 2 accounts ÷
     the subprocess VecEnv with 2 processes (``"two accounts"``); two processes of the DDP layout's
     env half ÷ one batched env with all their accounts on one thread (``"two processes"``, and
     ``"loaded"`` for the loaded record); the best batched size ÷ 2 accounts (``"best"``, ``"best
-    gain"``); the accounts of the two-process comparison, the cores, the date, and whether the
-    quiet comparison's load stayed within the cores (``"own cores"``: a core for each process)."""
+    gain"``); the accounts of the two-process comparison, the cores, the date, whether the
+    quiet comparison's load stayed within the cores (``"own cores"``: a core for each process), and
+    the cost model's projection for that comparison (``"projected"``: `projected_ratio` of the
+    `fit_per_call` through the quiet record's own ``vec`` sweep)."""
     steps = speedups(quiet, key="env_steps_per_s", baseline="subproc ×2", layouts=["subproc", "vec"])
 
     def two_processes(records):
@@ -280,10 +295,13 @@ def committed_reading(quiet: list[dict], loaded: list[dict]) -> dict:
     vec = steps[steps["layout"] == "vec"]
     best = vec["median"].idxmax()
     first = quiet[0]
+    sweep = [r for r in quiet if r["layout"] == "vec"]
+    fit = fit_per_call([r["num_envs"] for r in sweep], [r["env_steps_per_s"] for r in sweep])
     return {"two accounts": steps.loc["vec 2"], "two processes": pair, "loaded": loaded_pair,
             "accounts": accounts, "per process": per_process, "best": best,
             "best gain": steps.loc[best, "median"] / steps.loc["vec 2", "median"], "cores": int(first["cpu_count"]),
-            "date": first["date"][:10], "own cores": bool(pair["load max"] <= first["cpu_count"])}
+            "date": first["date"][:10], "own cores": bool(pair["load max"] <= first["cpu_count"]),
+            "projected": projected_ratio(fit, per_process)}
 
 
 def rounds_method(rounds: pd.DataFrame, committed: dict):
@@ -402,19 +420,35 @@ def answer(rate: pd.Series, rounds: pd.DataFrame, committed: dict, per_call: dic
     (`committed_reading`) and their answer (``"committed answer"``: `committed_answer`), which
     measurements of a second batched process show it paying (``"paid"``: names; this run only where
     it is live), and the projection of the cost model fitted in 6.3 with a free core per process: two
-    processes of N accounts ÷ one process of 2N (``"projected"``)."""
+    processes of N accounts ÷ one process of 2N (``"projected"``: `projected_ratio`), this run's
+    slowest and fastest round as a share of it (``"measured ÷ projected"``), and the batched env ÷
+    the subprocess VecEnv at every shared size (``"same sizes"``)."""
     same = same_accounts_reading(rate)
     run = rounds_reading(rounds)
     why = not_deciding(rounds, fast)
     n = run["num_envs"]
-    c, a = per_call["call_seconds"], per_call["account_seconds"]
     paid = [name for name, shown in (("this run", not why and run["verdict"] == "faster"),
                                      ("the quiet committed record", committed["two processes"]["speed-up"] > 1),
                                      ("the loaded committed record", committed["loaded"]["speed-up"] > 1)) if shown]
     return {"accounts": same["small"], "same": same["same"][same["small"]], "large": same["large"],
             "call ratio": same["call ratio"], "rounds": run, "committed": committed, "live": not why, "why not": why,
             "committed answer": committed_answer(committed),
-            "paid": paid, "projected": (c + 2 * n * a) / (c + n * a), "per call": per_call}
+            "paid": paid, "projected": projected_ratio(per_call, n), "per call": per_call,
+            "measured ÷ projected": (run["low"] / projected_ratio(per_call, n), run["high"] / projected_ratio(per_call, n)),
+            "same sizes": same["same"]}
+
+
+def projection_check(result: dict, margin: float = SPEED_TIE_MARGIN) -> str:
+    """This run's rounds (`answer`) set against the projection, in words: the slowest and fastest
+    round as a share of it, and whether the projection fails here (every round more than ``margin``
+    below it), holds (every round within ``margin``) or neither."""
+    low, high = result["measured ÷ projected"]
+    shares = f"the rounds measured {_range(low, high)} of it"
+    if high < 1 - margin:
+        return f"{shares}: the projection fails on this machine"
+    if low >= 1 - margin and high <= 1 + margin:
+        return f"{shares}: the projection holds here"
+    return shares
 
 
 def box_contents(result: dict, gpu: dict) -> dict:
@@ -426,13 +460,14 @@ def box_contents(result: dict, gpu: dict) -> dict:
     elegant = gpu["elegant"]
     return {
         "this_run": {
-            f"{result['accounts']:,} accounts: batched env ÷ subprocess VecEnv": f"{result['same']:.1f}×",
+            "batched env ÷ subprocess VecEnv, same accounts (one process per account)":
+                ", ".join(f"{ratio:.1f}× at {size:,}" for size, ratio in result["same sizes"].items()),
             f"2 processes × {n:,} ÷ faster 1 process × {2 * n:,} (1 or {run['cores']} threads)":
-                f"rounds {_range(run['low'], run['high'])}×"
-                + (f": {run['verdict']}" if result.get("live", True) else ", not the answer (6.7)"),
+                f"rounds {_range(run['low'], run['high'])}×: {run['verdict']}"
+                + ("" if result.get("live", True) else f"; these rounds {result['why not']}"),
             "fixed cost of one batched call": f"{1e6 * result['per call']['call_seconds']:,.0f} µs",
-            f"projection (6.1's model, a free core each): 2 processes × {n:,} ÷ 1 process × {2 * n:,}":
-                f"{result['projected']:.2f}×",
+            f"projection, not a measurement (6.1's model, a free core each): 2 processes × {n:,} ÷ 1 process × "
+            f"{2 * n:,}": f"{result['projected']:.2f}×; " + projection_check(result),
         },
         "committed": {
             f"{SCALE_RECORD} ({c['date']}), 2 accounts: batched env ÷ subprocess VecEnv":
@@ -441,6 +476,9 @@ def box_contents(result: dict, gpu: dict) -> dict:
                 f"{c['two processes']['speed-up']:.2f}× (one ratio, no verdict: inconclusive)"
                 if c["two processes"]["verdict"] == "one ratio" else
                 f"{c['two processes']['speed-up']:.2f}× ({c['two processes']['verdict']})",
+            f"{SCALE_RECORD}, projection (its own fit, not a measurement): 2 processes × {c['per process']:,} ÷ "
+            f"1 process × {c['accounts']:,}": f"{c['projected']:.2f}×; measured "
+                                              f"{c['two processes']['speed-up'] / c['projected']:.2f} of it",
             f"{GPU_RECORD} ({gpu['meta']['date']}, one H200: another device, another program)":
                 f"ElegantRL's StockTradingVecEnv {elegant.max():,.0f} env-steps/s at {elegant.idxmax():,} accounts",
         },

@@ -18,8 +18,8 @@ from ..metrics import TIE_MARGIN, stored_verdict, verdict_reason
 from . import folded
 from .folded import MethodNote
 from .report import code_spans, peer_summary, provenance, rollout_share_table
-from .scale import (SCALE_RECORD, SPEED_TIE_MARGIN, fit_cost_model, measured_points, peer_comparisons,
-                    phase_table, plot_projection, project)
+from .scale import (SCALE_RECORD, SPEED_TIE_MARGIN, TrainerModel, fit_cost_model, measured_points,
+                    peer_comparisons, phase_table, plot_projection, project)
 from .teaching import reader_command
 
 #: The records chapter 8 reads, with the section that reads each (the full-size report is found by
@@ -283,13 +283,14 @@ def loop_note(train: pd.DataFrame, loop: pd.DataFrame, scale_records: Sequence[d
              + (f"load average {loads.min():.1f}–{loads.max():.1f} on {loop['cpu_count'].iloc[0]} cores, before and "
                 f"after each of the {len(loop)} rows." if recorded else "no load average recorded.")]
     if len(left_out):
+        rows_date, pairs_date = _date(loop.to_dict("records")), _date(left_out.to_dict("records"))
         if loop_rows_predate(train, loop):
-            items.append("These rows were made before the latest change to the code of the stockwise network (the "
-                         "left-out rows below time that change), so they show the loop's shape; the current agent's "
-                         f"loop is timed in `{SCALE_RECORD}`.")
+            items.append(f"These rows ran on {rows_date}, with the stockwise network as it was before the change that "
+                         f"the left-out rows below ({pairs_date}) time, so they show the loop's shape; the loop of "
+                         f"today's network is timed in `{SCALE_RECORD}`.")
         elif loop_rows_current(train, loop):
-            items.append("These rows time the current agent: they were made after the latest change to the code of "
-                         "the stockwise network, which the left-out rows below time.")
+            items.append(f"These rows ran on {rows_date}, with the stockwise network as changed on {pairs_date}, the "
+                         "change that the left-out rows below time before and after.")
         pair_loads = _loads(left_out)
         items.append(f"Left out: {len(left_out)} rows at {_listed([str(n) for n in sorted(set(left_out['stocks']))])} "
                      "stocks, each command run twice back to back, once before and once after a change to the code "
@@ -299,7 +300,7 @@ def loop_note(train: pd.DataFrame, loop: pd.DataFrame, scale_records: Sequence[d
     current = (len(left_out) and pd.to_datetime([r["date"] for r in scale_records]).min()
                > pd.to_datetime(left_out["date"]).max())  # made after the change the pairs time
     items.append(f"The update's share comes from `{SCALE_RECORD}` ({_date(scale_records)}"
-                 + (", the current agent" if current else "") + "), which "
+                 + (", after that change" if current else "") + "), which "
                  "measured the bare env, the rollout and the whole loop together at each size. Load average "
                  f"{min(reading['loads']):.1f}–{max(reading['loads']):.1f} on {reading['cores']} cores, over its "
                  f"{len(reading['loads'])} loop runs ({int(shares.index.min()):,} to {int(shares.index.max()):,} envs).")
@@ -417,33 +418,47 @@ PROJECTED_UP_TO = 8
 its points, the more of its answer comes from its assumptions."""
 
 
-def plot_cost_models(models: dict, scale: pd.DataFrame, ax) -> None:
-    """The models' speed-ups against the fastest in-process trainer of ``scale`` from 1 to
-    `PROJECTED_UP_TO` processes, with the measured points (`plot_projection`), on ``ax``."""
+def plot_cost_models(models: dict, scale: pd.DataFrame, ax, trainer: TrainerModel | None = None) -> None:
+    """The models' speed-ups from 1 to `PROJECTED_UP_TO` processes, with the measured points
+    (`plot_projection`), on ``ax``: against the fastest in-process trainer of ``scale``, or, with
+    ``trainer`` (`fit_trainer_model`), like with like as chapters 4.6 and 5.6 read them: against one
+    in-process trainer holding as many envs as the P processes together."""
     base = scale["baseline"].iloc[0]
-    measured = {WORKERS_MODEL: measured_points(scale, "workers", threads=2), DDP_MODEL: measured_points(scale, "ddp")}
-    plot_projection(models, float(scale.loc[base, "median"]), measured, ax,
-                    f"Cost models, measured at 1-2 processes, projected to {PROJECTED_UP_TO} (against the {base})",
+    per_process = {name: model.samples_per_process for name, model in models.items()}
+    measured = {WORKERS_MODEL: measured_points(scale, "workers", threads=2, baseline=trainer,
+                                               samples_per_process=per_process[WORKERS_MODEL]),
+                DDP_MODEL: measured_points(scale, "ddp", baseline=trainer, samples_per_process=per_process[DDP_MODEL])}
+    against = "one in-process trainer with as many envs" if trainer is not None else f"the {base}"
+    plot_projection(models, trainer if trainer is not None else float(scale.loc[base, "median"]), measured, ax,
+                    f"Cost models, measured at 1-2 processes, projected to {PROJECTED_UP_TO} (against {against})",
                     max_processes=PROJECTED_UP_TO)
 
 
 PROJECTION_FORMATS = {"serial fraction": "{:.0%}", "overhead per added process (s)": "{:+.2f}",
                       "overhead, share of one process": "{:+.0%}",
-                      f"projected at {PROJECTED_UP_TO}: × the fastest in-process trainer": "{:.2f}×"}
+                      f"projected at {PROJECTED_UP_TO}: × the fastest in-process trainer": "{:.2f}×",
+                      f"projected at {PROJECTED_UP_TO}: × one in-process trainer with as many envs": "{:.2f}×"}
 """How `projection_table`'s columns print (at its default of `PROJECTED_UP_TO` processes)."""
 
 
-def projection_table(models: dict, scale: pd.DataFrame, processes: int = PROJECTED_UP_TO) -> pd.DataFrame:
+def projection_table(models: dict, scale: pd.DataFrame, processes: int = PROJECTED_UP_TO,
+                     trainer: TrainerModel | None = None) -> pd.DataFrame:
     """Each model's three numbers in words a reader can compare (the share of one process's iteration
     more processes do not split, the seconds each added process adds and their share of one process's
-    iteration) and its projected speed-up at ``processes`` against the fastest in-process trainer."""
+    iteration) and its projected speed-up at ``processes``: against the fastest in-process trainer
+    (a fixed rate), and, with ``trainer``, also against one in-process trainer with as many envs as
+    the processes hold together (like with like, `fit_trainer_model`)."""
     base = float(scale.loc[scale["baseline"].iloc[0], "median"])
     column = f"projected at {processes}: × the fastest in-process trainer"
-    return pd.DataFrame({name: {"serial fraction": model.serial_fraction,
-                                "overhead per added process (s)": model.overhead,
-                                "overhead, share of one process": model.overhead_fraction,
-                                column: float(project(model, (processes,), baseline=base).loc[processes, "speed-up"])}
-                         for name, model in models.items()}).T
+    same = f"projected at {processes}: × one in-process trainer with as many envs"
+    rows = {}
+    for name, model in models.items():
+        rows[name] = {"serial fraction": model.serial_fraction, "overhead per added process (s)": model.overhead,
+                      "overhead, share of one process": model.overhead_fraction,
+                      column: float(project(model, (processes,), baseline=base).loc[processes, "speed-up"])}
+        if trainer is not None:
+            rows[name][same] = float(project(model, (processes,), baseline=trainer).loc[processes, "speed-up"])
+    return pd.DataFrame(rows).T
 
 
 # --- 8.5 GPU ------------------------------------------------------------------------------------------
@@ -568,10 +583,15 @@ def _seed_sharpes(report: dict) -> list[float]:
     return [row["sharpe_ratio"] for row in (rows.values() if isinstance(rows, dict) else rows)]
 
 
+NO_SEED_GAP = "none: the seeds' std rounds to 0.00"
+"""`seed_table`'s gap in standard errors where the seeds barely differ (fast mode's seeds train so little
+that they end almost alike): a gap divided by a near-zero error would look huge and mean nothing."""
+
+
 def seed_table(report: dict):
     """8.6's reading of a multi-seed report as a styled one-column table: the agent's test Sharpe (mean
-    ± std over seeds) and buy-and-hold's, their gap in standard errors of the mean over seeds (std ÷ √K),
-    and the bootstrap difference, interval and verdict (`stored_verdict`), which also count the luck of
+    ± std over seeds) and buy-and-hold's, their gap in standard errors of the mean over seeds (std ÷ √K;
+    `NO_SEED_GAP` where the std rounds to 0.00), and the bootstrap difference, interval and verdict (`stored_verdict`), which also count the luck of
     the test days."""
     mean, std = report["agent"]["sharpe_ratio"], report["agent_std"]["sharpe_ratio"]
     hold = report["baselines"]["equal_weight_buy_and_hold"]["sharpe_ratio"]
@@ -583,7 +603,7 @@ def seed_table(report: dict):
             "standard error of the mean over seeds (std ÷ √K)": f"{error:.3f}",
             "equal-weight buy-and-hold, test Sharpe": f"{hold:.2f}",
             "gap, agent − buy-and-hold": f"{mean - hold:+.2f}",
-            "gap in standard errors": f"{abs(mean - hold) / error:.1f}" if error >= 1e-3 else "(seeds barely differ)",
+            "gap in standard errors": f"{abs(mean - hold) / error:.1f}" if f"{std:.2f}" != "0.00" else NO_SEED_GAP,
             "bootstrap Sharpe difference, 95 % interval": f"{versus['difference']:+.2f} [{versus['low']:+.2f}, "
                                                            f"{versus['high']:+.2f}]",
             "verdict": stored_verdict(versus, margin),

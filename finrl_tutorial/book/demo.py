@@ -342,13 +342,17 @@ def planted_learning(learn: Mapping, family: str = "factor", learner: str = "ppo
     for the ``family`` markets, the checkpoint chosen on validation after each number of env-steps of
     the longest runs, one row each (0 = the untrained network): the markets (seeds), the agent's mean
     test excess return over buy-and-hold, the signal rule's (the same at every row) and the pooled
-    share of it the agent captured."""
+    share of it the agent captured; where the record holds it, the same for the informed oracle
+    (the best on validation of the rules that know the expected returns, `backtest.informed_oracle`)."""
     rows = [r for r in learn["summary"] if r["family"] == family and r["learner"] == learner and r["select"] == "best"]
     longest = max(r["run_steps"] for r in rows)
     rows = sorted((r for r in rows if r["run_steps"] == longest), key=lambda r: r["env_steps"])
+    informed = all("informed_excess_mean" in r for r in rows)
     return pd.DataFrame(
         [{"env-steps": r["env_steps"], "markets (seeds)": r["seeds"], "agent's test excess": r["test_excess_mean"],
           "signal rule's test excess": r["oracle_excess_mean"], "signal rule's excess captured": r["capture_pooled"]}
+         | ({"informed oracle's test excess": r["informed_excess_mean"],
+             "informed oracle's excess captured": r["informed_capture_pooled"]} if informed else {})
          for r in rows]).set_index("env-steps")
 
 
@@ -357,8 +361,8 @@ def how_measured(report: Mapping, sweep: Mapping, page_hold_valid: float | None 
     record, command, seeds, budget, machine and note; its interval's bootstrap; and the sweep's
     record, seeds and validations. With ``page_hold_valid`` (buy-and-hold's validation Sharpe on the
     page's data), one sentence says when the sweep's data differ from the page's (its own
-    buy-and-hold validation Sharpe, rounded, is another): the record predates the latest ex-day
-    sizing, which can change the size of its returns, not the mechanics it shows."""
+    buy-and-hold validation Sharpe, rounded, is another): the package date the sweep ran, and the
+    two buy-and-hold validation Sharpes its ex-day sizing and the page's give."""
     seeds, machine = report["seeds"], report["machine"]
     versus = report["sharpe_vs_buy_and_hold"]
     runs = _base_runs(sweep)
@@ -385,22 +389,22 @@ def how_measured(report: Mapping, sweep: Mapping, page_hold_valid: float | None 
          f"the record `bench_sweep.json` (chapter 2): the default configuration on the sample, seeds "
          f"{', '.join(str(run['seed']) for run in runs)}, each validated {len(runs[0]['evaluations'])} times over "
          f"{sweep['total_steps']:,} env-steps; {sweep['machine']['date'][:10]}, {sweep['machine']['cpu_count']} "
-         "CPU cores." + _sweep_predates(sweep, page_hold_valid)),
+         "CPU cores." + _sweep_provenance(sweep, page_hold_valid)),
     ])
 
 
-def _sweep_predates(sweep: Mapping, page_hold_valid: float | None) -> str:
+def _sweep_provenance(sweep: Mapping, page_hold_valid: float | None) -> str:
     """The sentence `how_measured` adds when the sweep's buy-and-hold validation Sharpe differs from
-    the page's at two decimals (its data predate the latest ex-day sizing), else ``""``."""
+    the page's at two decimals (the sweep ran a package whose ex-day sizing differs), else ``""``."""
     if page_hold_valid is None:
         return ""
     sweep_hold = _base_runs(sweep)[0]["buy_and_hold_valid_sharpe"]
     if f"{sweep_hold:.2f}" == f"{page_hold_valid:.2f}":
         return ""
-    return (f" It was made before the latest change to how the cleaning sizes a detected ex-day (1.4): its "
-            f"buy-and-hold validation Sharpe is {sweep_hold:.2f}, this page's {page_hold_valid:.2f}, so its returns "
-            "and Sharpe ratios can differ a little in size, not in the mechanics it shows (the same update, "
-            "validation and choice of checkpoint).")
+    return (f" It ran the package of {sweep['machine']['date'][:10]}, whose ex-day sizing (1.4) gives buy-and-hold "
+            f"a validation Sharpe of {sweep_hold:.2f} where this page's gives {page_hold_valid:.2f}. Its returns and "
+            "Sharpe ratios can differ from this page's by about that much, not in the mechanics it shows (the "
+            "same update, validation and choice of checkpoint).")
 
 
 def chapter_box(env_steps: int, table: pd.DataFrame, versus: Mapping, missing: pd.Series, moved: pd.DataFrame,
@@ -433,18 +437,21 @@ def chapter_box(env_steps: int, table: pd.DataFrame, versus: Mapping, missing: p
     }
     verdict = stored_verdict(report_versus)
     below, seeds = seeds_below_hold(report)
+    report_untrained = report["baselines"]["untrained_agent"]["sharpe_ratio"]
+    not_above = sum(row["sharpe_ratio"] <= report_untrained for row in report["agent_per_seed"].values())
     committed = {
         f"full-size run, {len(report['seeds'])} seeds (main_job_5seeds_report.json)":
             f"Sharpe {report['agent']['sharpe_ratio']:.2f} ± {report['agent_std']['sharpe_ratio']:.2f} vs "
             f"{report_hold['sharpe_ratio']:.2f}: {verdict}; {below} of {seeds} seeds below buy-and-hold",
         "sample, validation Sharpe (bench_sweep.json)":
             f"{curves['first validation'].mean():.2f} after one update, {curves['last validation'].mean():.2f} at "
-            f"the end (earlier ex-day sizing: buy-and-hold {sweep_hold:.2f} there, {page_hold_valid:.2f} on this page)",
+            f"the end (package of {sweep['machine']['date'][:10]}: buy-and-hold {sweep_hold:.2f} there, "
+            f"{page_hold_valid:.2f} on this page)",
     }
     return measured_box(
         this_run, committed, fast=fast,
         shows="the pipeline from bars to a full-cost backtest, read against baselines and an interval",
         does_not_show=f"an edge on real A-shares: {len(report['data']['tickers'])} survivors chosen with hindsight, "
-                      f"where the committed {len(report['seeds'])}-seed run does not beat buy-and-hold ({verdict}) and the chosen "
-                      "checkpoints stay close to the untrained network; nor whether the learner can find an edge "
-                      "at all (the next page)")
+                      f"where the committed {len(report['seeds'])}-seed run does not beat buy-and-hold ({verdict}) and "
+                      f"{not_above} of its {seeds} seeds end at or below the untrained network's test Sharpe; nor "
+                      "whether the learner can find an edge at all (the next page)")

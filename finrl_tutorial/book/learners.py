@@ -27,7 +27,7 @@ from ..errors import InputError
 from .folded import MethodNote, how_measured
 from .teaching import reader_command
 from .workers import load_range, run_loads
-from .scale import (CostModel, chance_every_round, holm_speed_tests, measured_points, phase_table, plot_projection,
+from .scale import (CostModel, TrainerModel, chance_every_round, holm_speed_tests, measured_points, phase_table, plot_projection,
                     round_ratios, same_work_seconds, speedup_text, speedups)
 
 LAYOUTS = ("trainer", "ddp")
@@ -192,16 +192,22 @@ WHAT_IF = "iteration {factor:g}× shorter than fitted, same overhead"
 
 
 def plot_ddp_projection(model: CostModel, table: pd.DataFrame, ax, factor: float = FASTER_DEVICE,
-                        max_processes: int = 8) -> None:
+                        max_processes: int = 8, trainer: TrainerModel | None = None) -> None:
     """Reads the fitted DDP `CostModel` and the `speedups` table it came from; draws on ``ax`` its
-    speed-up against the table's baseline from 1 to ``max_processes`` ranks (solid where measured,
-    dotted in the shaded projection band), the measured points, and the `faster_device` what-if
-    (dotted all along, against its own single rank)."""
+    speed-up from 1 to ``max_processes`` ranks (solid where measured, dotted in the shaded
+    projection band), the measured points, and the `faster_device` what-if (dotted all along,
+    against its own single rank). The baseline is the table's (the fastest in-process trainer), or,
+    with ``trainer`` (`fit_trainer_model`), one in-process trainer with as many envs as the ranks
+    hold together: like with like."""
     baseline = str(table["baseline"].iloc[0])
     what_if = WHAT_IF.format(factor=factor)
+    against = (f"one in-process trainer with as many envs, {trainer.label.split('(')[-1].split(', ')[-1].rstrip(')')}"
+               if trainer is not None else _phrase(baseline))
+    measured = measured_points(table, "ddp", baseline=trainer, samples_per_process=model.samples_per_process)
     plot_projection({"DDP ranks (fitted)": model, what_if: faster_device(model, factor)},
-                    float(table.loc[baseline, "median"]), {"DDP ranks (fitted)": measured_points(table, "ddp")}, ax,
-                    f"DDP: measured at 1-2 ranks, projected to {max_processes} (against {_phrase(baseline)})",
+                    trainer if trainer is not None else float(table.loc[baseline, "median"]),
+                    {"DDP ranks (fitted)": measured}, ax,
+                    f"DDP: measured at 1-2 ranks, projected to {max_processes} (against {against})",
                     unit="ranks", hypothetical=(what_if,), max_processes=max_processes)
 
 

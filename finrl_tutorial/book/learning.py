@@ -109,6 +109,40 @@ def planted_summary(learn: Mapping, budget: int, learners: Sequence[str] = ("ppo
 
 
 
+def paired_excess(learn: Mapping, a: str = "ppo", b: str = "a2c", run_steps: int | None = None,
+                  select: str = "best") -> pd.DataFrame:
+    """Two learners of a ``bench learn`` record on the planted-edge markets **both** ran (the same
+    family, strength, universe and seed: the same market), read at the end of runs of ``run_steps``
+    env-steps: each one's test excess over buy-and-hold and the difference ``a − b``. Unlike a
+    capture, an excess is defined on every market. The control family ``none`` is left out.
+    Columns: family, market, a, b, difference."""
+    if run_steps is None:
+        from ..agents import PPOConfig
+
+        run_steps = PPOConfig().total_steps
+    excess = {}
+    for case in learn["cases"]:
+        if case["algo"] in (a, b) and case["family"] != "none" and teaching._run_length(case, select) == run_steps:
+            key = (case["family"], case["ic"], case.get("stocks", 10), case["days"], case["seed"])
+            excess[case["algo"], key] = case["curve"][select][str(run_steps)]["test_excess"]
+    rows = [{"family": key[0], "market": key[4], a: excess[a, key], b: excess[b, key],
+             "difference": excess[a, key] - excess[b, key]}
+            for learner, key in sorted(excess) if learner == a and (b, key) in excess]
+    return pd.DataFrame(rows, columns=["family", "market", a, b, "difference"])
+
+
+def paired_test(differences: Sequence[float]) -> dict:
+    """The mean of paired differences with its 95 % t-interval (`teaching.t_interval`), the paired
+    t-test's p-value and the Wilcoxon signed-rank test's (which uses only the ranks of the
+    differences, so one large difference cannot carry it), and how many differences are positive."""
+    from scipy import stats  # here, not at the top: `import finrl_tutorial` stays quick for the CLI
+
+    x = np.asarray(differences, dtype=float)
+    interval = teaching.t_interval(x.tolist())
+    return interval | {"p (t)": float(stats.ttest_1samp(x, 0.0).pvalue),
+                       "p (Wilcoxon)": float(stats.wilcoxon(x).pvalue), "positive": int((x > 0).sum())}
+
+
 def style_signal_rule(table: pd.DataFrame):
     """A `teaching.signal_rule_comparison` table formatted for the page (percentages, p-values)."""
     percent = {c: "{:+.1%}" for c in ("agent excess", "signal rule excess", "mean difference", "low", "high")}
@@ -150,13 +184,13 @@ def learn_method(learn: Mapping, budget: int, rebuilt: Mapping | None = None) ->
              if max(abs(a - b) for a, b in zip(v["record"], v["now"])) >= 0.005}
     if moved:
         paragraphs.append(
-            "The record's markets are not exactly the ones the package builds now: on the factor markets of seed"
-            f"{'' if len(moved) == 1 else 's'} {_joined_and(list(map(str, moved)))}, the test Sharpe of buy-and-hold "
-            "and of the signal rule read " + "; ".join(
-                f"{v['record'][0]:.2f} and {v['record'][1]:.2f} in the record, {v['now'][0]:.2f} and {v['now'][1]:.2f} "
-                f"now (seed {seed})" for seed, v in moved.items())
+            f"On the record's factor markets of seed{'' if len(moved) == 1 else 's'} "
+            f"{_joined_and(list(map(str, moved)))}, the test Sharpe of buy-and-hold and of the signal rule differ from "
+            "those of the markets today's package builds: " + "; ".join(
+                f"seed {seed}, {v['record'][0]:.2f} and {v['record'][1]:.2f} in the record, {v['now'][0]:.2f} and "
+                f"{v['now'][1]:.2f} today" for seed, v in moved.items())
             + ". Within the record every learner and the signal rule met the same markets, so its comparisons hold "
-              "for the markets it ran; running its commands again measures the present ones.")
+              "for the markets it ran.")
     paragraphs.append("To make its parts again, one command each: " + "; ".join(
         teaching.reader_command(part, f"runs/bench_learn_{_out_name(part)}") for part in parts))
     return how_measured(*paragraphs)
@@ -209,13 +243,12 @@ def walkforward_pooled_hold(walkforward: Mapping) -> pd.Series:
                             index=pd.DatetimeIndex(first[year]["test_dates"])) for year in years])
 
 
-def walkforward_seed_differences(walkforward: Mapping) -> dict[str, list[float]]:
-    """Each seed's own Sharpe(agent) − Sharpe(equal-weight buy-and-hold) in a ``bench walkforward``
-    record, per test year and pooled (each seed's test years chained, `bench.walkforward.chain`),
-    from the runs' daily test wealth. Their mean is the interval's ``difference``; their spread is
-    what the interval, which resamples the days of the seed-averaged statistic, leaves out."""
+def _walkforward_curves(walkforward: Mapping) -> dict[str, tuple[list[pd.Series], pd.Series]]:
+    """The daily test wealth of a ``bench walkforward`` record, per test year and pooled: for each
+    key (the years as strings, then ``"pooled"``) the agent's curves, one per seed in seed order, and
+    equal-weight buy-and-hold's curve. Pooled chains each seed's test years
+    (`bench.walkforward.chain`) over the seeds every year has, as the record does."""
     from ..bench.walkforward import chain
-    from ..metrics import sharpe_ratio
 
     def curve(run, name):
         return pd.Series(run["test_wealth"][name], index=pd.DatetimeIndex(run["test_dates"]))
@@ -225,14 +258,23 @@ def walkforward_seed_differences(walkforward: Mapping) -> dict[str, list[float]]
     out = {}
     for year in years:
         group = sorted((run for run in runs if run["year"] == year), key=lambda run: run["seed"])
-        out[str(year)] = [sharpe_ratio(curve(run, "agent")) - sharpe_ratio(curve(run, "equal_weight_buy_and_hold"))
-                          for run in group]
+        out[str(year)] = ([curve(run, "agent") for run in group], curve(group[0], "equal_weight_buy_and_hold"))
     seeds = sorted(set.intersection(*({run["seed"] for run in runs if run["year"] == year} for year in years)))
     pick = {(run["year"], run["seed"]): run for run in runs}
-    hold = sharpe_ratio(chain([curve(pick[(year, seeds[0])], "equal_weight_buy_and_hold") for year in years]))
-    out["pooled"] = [sharpe_ratio(chain([curve(pick[(year, seed)], "agent") for year in years])) - hold
-                     for seed in seeds]
+    out["pooled"] = ([chain([curve(pick[(year, seed)], "agent") for year in years]) for seed in seeds],
+                     chain([curve(pick[(year, seeds[0])], "equal_weight_buy_and_hold") for year in years]))
     return out
+
+
+def walkforward_seed_differences(walkforward: Mapping) -> dict[str, list[float]]:
+    """Each seed's own Sharpe(agent) − Sharpe(equal-weight buy-and-hold) in a ``bench walkforward``
+    record, per test year and pooled (each seed's test years chained, `bench.walkforward.chain`),
+    from the runs' daily test wealth. Their mean is the interval's ``difference``; their spread is
+    what the interval, which resamples the days of the seed-averaged statistic, leaves out."""
+    from ..metrics import sharpe_ratio
+
+    return {key: [sharpe_ratio(agent) - sharpe_ratio(hold) for agent in agents]
+            for key, (agents, hold) in _walkforward_curves(walkforward).items()}
 
 
 def with_seed_spread(table: pd.DataFrame, reading: Mapping) -> pd.DataFrame:
@@ -244,7 +286,6 @@ def with_seed_spread(table: pd.DataFrame, reading: Mapping) -> pd.DataFrame:
     return table
 
 
-
 def walkforward_two_level(walkforward: Mapping, seed: int = 0) -> dict[str, dict]:
     """Each test year's and the pooled interval of Sharpe(agent) − Sharpe(equal-weight buy-and-hold)
     of a ``bench walkforward`` record, recomputed from its runs' daily test wealth with the seeds
@@ -253,26 +294,10 @@ def walkforward_two_level(walkforward: Mapping, seed: int = 0) -> dict[str, dict
     curves, the same bootstrap seed and settings, and pool the years as the record does
     (`bench.walkforward.chain`, over the seeds every year has). Keys: the years as strings, then
     ``"pooled"``; each value is a `sharpe_difference_ci` dict (``resampled`` says "seeds and days")."""
-    from ..bench.walkforward import chain
     from ..metrics import sharpe_difference_ci
 
-    def curve(run, name):
-        return pd.Series(run["test_wealth"][name], index=pd.DatetimeIndex(run["test_dates"]))
-
-    runs = walkforward["runs"]
-    years = sorted({run["year"] for run in runs})
-    out = {}
-    for year in years:
-        group = sorted((run for run in runs if run["year"] == year), key=lambda run: run["seed"])
-        out[str(year)] = sharpe_difference_ci([curve(run, "agent") for run in group],
-                                              curve(group[0], "equal_weight_buy_and_hold"),
-                                              seed=seed, resample_seeds=True)
-    seeds = sorted(set.intersection(*({run["seed"] for run in runs if run["year"] == year} for year in years)))
-    pick = {(run["year"], run["seed"]): run for run in runs}
-    hold = chain([curve(pick[(year, seeds[0])], "equal_weight_buy_and_hold") for year in years])
-    out["pooled"] = sharpe_difference_ci([chain([curve(pick[(year, s)], "agent") for year in years]) for s in seeds],
-                                         hold, seed=seed, resample_seeds=True)
-    return out
+    return {key: sharpe_difference_ci(agents, hold, seed=seed, resample_seeds=True)
+            for key, (agents, hold) in _walkforward_curves(walkforward).items()}
 
 
 TWO_LEVEL_COLUMN = "seeds and days resampled [95 %]"
@@ -427,6 +452,31 @@ def style_oracles(oracles: pd.DataFrame):
     return oracles.style.format_index(lambda ic: f"{ic:g}", level="ic").format({c: "{:+.1%}" for c in percent})
 
 
+def same_rule_rerun(realistic: Mapping, env_config) -> pd.DataFrame:
+    """The markets of a realistic ``bench learn`` record where the oracle chosen on validation and the
+    one chosen on four years are the same rule: that rule's test excess over buy-and-hold in each of
+    the record's two columns, and run again now on the market rebuilt from its spec (the rule reads
+    the true expected returns and, for mean-variance, the training split's covariance, whatever the
+    window that chose it). Indexed by (ic, stocks, market (seed))."""
+    from ..backtest import oracle
+    from ..backtest.runner import buy_and_hold_baseline
+    from ..data.synthetic import SyntheticSpec, make_synthetic
+
+    rows = []
+    for m in realistic["oracles"]["markets"]:
+        if m.get("train_valid_rule") != m["informed_rule"]:
+            continue
+        synthetic = make_synthetic(SyntheticSpec(family="factor", ic=m["ic"], seed=m["seed"], num_stocks=m["stocks"],
+                                                 num_days=realistic["cases"][0]["days"]))
+        rule = next(r for r in oracle.informed_rules(m["stocks"]) if r.name == m["informed_rule"])
+        now = oracle.excess_return(oracle.informed_record(synthetic, rule, "test", env_config),
+                                   buy_and_hold_baseline(synthetic.market.test, env_config))
+        rows.append({"ic": m["ic"], "stocks": m["stocks"], "market (seed)": m["seed"], "rule": rule.name,
+                     "kind": rule.kind, "one-year column": m["informed_test_excess"],
+                     "four-year column": m["train_valid_test_excess"], "now": now})
+    return pd.DataFrame(rows).set_index(["ic", "stocks", "market (seed)"])
+
+
 def budget_table(record: Mapping, ic: float, stocks: int, learner: str = "ppo", select: str = "best") -> pd.DataFrame:
     """`teaching.budget_table` of one cell of a realistic ``bench learn`` record, with the pooled
     capture of the oracle chosen on four years (train and validation together) beside the one
@@ -491,17 +541,19 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
              near: Sequence[Mapping], margin: float, cells: pd.DataFrame, per_market: pd.DataFrame,
              seeds_below: tuple[int, int] | None = None, two_level: Mapping | None = None):
     """The box at the end of chapter 1's second page: this run's planted edge and buy-and-hold on
-    1.8's test split; the committed planted edges (`planted_summary`), PPO against A2C, the agent
-    against the signal rule over all families, the walk-forward intervals and verdicts (a verdict
-    that turns on an end near the margin, from ``near`` (`near_margin`), marked fragile; with
-    ``seeds_below``, ``(below, seeds)``, how many seeds ended below buy-and-hold, pooled; with
-    ``two_level`` (`walkforward_two_level`), the same intervals with the seeds resampled too), and the
-    pooled capture of the informed oracle at realistic strength with the markets the agent was ahead
-    on. Returns a `MeasuredBox`."""
+    1.8's test split; the committed planted edges (`planted_summary`), PPO against A2C (`paired_test`
+    of `paired_excess`), the agent against the signal rule over all families (the learners that beat
+    it named in ``shows``), the walk-forward intervals and verdicts (a verdict that turns on an end
+    near the margin, from ``near`` (`near_margin`), marked fragile; with ``seeds_below``,
+    ``(below, seeds)``, how many seeds ended below buy-and-hold, pooled; with ``two_level``
+    (`walkforward_two_level`), the same intervals with the seeds resampled too), and the pooled
+    capture of the informed oracle at realistic strength with the markets the agent was ahead on.
+    Returns a `MeasuredBox`."""
     from ..metrics import difference_verdict
 
     fragile = {n["name"] for n in near if n["turns"]}
     pooled_rule = versus_rule.xs("all families", level="family")
+    beats = [learner.upper() for learner, row in pooled_rule.iterrows() if row["verdict"] == "beats"]
     per_family = sorted(set(versus_rule.drop(index="all families", level="family")["verdict"]))
 
     def interval(ci):
@@ -520,8 +572,9 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
         committed={
             "planted edges, PPO and A2C (bench_learn.json)":
                 f"captured {planted['captured (pooled)'].min():.2f} .. {planted['captured (pooled)'].max():.2f}; "
-                f"PPO minus A2C on common markets {ppo_vs_a2c['mean']:+.2f} [{ppo_vs_a2c['low']:+.2f}, "
-                f"{ppo_vs_a2c['high']:+.2f}] ({ppo_vs_a2c['n']} pairs with a capture)",
+                f"PPO minus A2C in test excess on common markets {ppo_vs_a2c['mean']:+.1%} [{ppo_vs_a2c['low']:+.1%}, "
+                f"{ppo_vs_a2c['high']:+.1%}] ({ppo_vs_a2c['n']} markets"
+                + (f", Wilcoxon p = {ppo_vs_a2c['p (Wilcoxon)']:.2f}" if "p (Wilcoxon)" in ppo_vs_a2c else "") + ")",
             "agent excess minus the signal rule's, per market, all signal families (bench_learn.json)": "; ".join(
                 f"{learner.upper()} {row['mean difference']:+.1%} [{row['low']:+.1%}, {row['high']:+.1%}] over "
                 f"{row['markets']} markets: {row['verdict']}" for learner, row in pooled_rule.iterrows())
@@ -538,9 +591,11 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
                 f"IC {ic:g} × {stocks}: {row['informed oracle captured (pooled)']:.2f}, the agent ahead of the oracle "
                 f"on {ahead(ic, stocks)} of {row['markets']} markets" for (ic, stocks, _), row in cells.iterrows()),
         },
-        shows="that the same code finds planted edges and, on strong ones, beats the signal rule over all signal "
-              "families together (no single family does after Holm's correction); what three test years of the "
-              "sample say, each with its interval",
+        shows="that the same code finds planted edges and, on strong ones, "
+              + (f"{' and '.join(beats)} beat{'s' if len(beats) == 1 else ''} the signal rule over all signal families "
+                 "together" if beats else "earns more than the signal rule, pooled")
+              + " (no single family does after Holm's correction); what three test years of the sample say, each with "
+                "its interval",
         does_not_show="an edge on real A-shares: no walk-forward year separates the agent from buy-and-hold; nor, at "
                       "IC 0.03, how close the agent comes to the best possible: the informed oracle, chosen on one "
                       "year or on four, is no ceiling there",
@@ -802,9 +857,9 @@ def sweep_method(record: Mapping, name: str, reader_out: str, live_hold: float |
     """How a full-size sweep record was made (`_caption_blocks`: date, machine, seeds, budget, the
     command that makes it again); with ``live_hold`` (buy-and-hold's validation Sharpe on the sample
     as the package computes it now), one plain sentence where it differs from the record's: the
-    record predates the present sizing of detected ex-days (chapter 1.4), what that can change and
-    what not; with ``live_synthetic_holds`` (market seed → buy-and-hold's validation Sharpe on that
-    synthetic market as the package builds it now), one more where those differ from the record's.
+    record's date, the two values, what that can change and what not; with ``live_synthetic_holds``
+    (market seed → buy-and-hold's validation Sharpe on that synthetic market as the package builds it
+    now), one more where those differ from the record's.
     Returns a :class:`MethodNote`."""
     paragraphs = _caption_blocks(record, name, reader_out)
     paragraphs.append("The tables leave out the record's wall-clock seconds: its runs shared the machine with other "
@@ -812,13 +867,11 @@ def sweep_method(record: Mapping, name: str, reader_out: str, live_hold: float |
     recorded = next((row["buy_and_hold_valid_sharpe"] for row in record["summary"] if row["market"] == "sample"), None)
     if live_hold is not None and recorded is not None and abs(live_hold - recorded) >= 0.005:
         paragraphs.append(
-            f"This record, made on {record['date'][:10]}, predates the latest change to how the cleaning sizes a "
-            "detected ex-day (chapter 1.4), so it was made with the earlier sizing of detected ex-days: buy-and-hold's "
-            f"validation Sharpe on the sample reads {recorded:.2f} in it and {live_hold:.2f} on chapter 1's prices, "
-            "and that can shift every absolute Sharpe ratio on the sample (the agents trained on the earlier prices "
-            "too), but not the fairness of a comparison, because every variant and seed ran on the same prices and "
-            "the comparisons among them share it (whether they would rank the same on the present prices, only a "
-            "rerun can say).")
+            f"This record was made on {record['date'][:10]} with the package of that day, whose sizing of detected "
+            f"ex-days (chapter 1.4) gives buy-and-hold a validation Sharpe on the sample of {recorded:.2f}, where "
+            f"today's gives {live_hold:.2f} on chapter 1's prices. That shifts the record's absolute Sharpe ratios on "
+            "the sample, not the fairness of its comparisons: every variant and seed ran on the same prices, and the "
+            "comparisons among them share it.")
     if live_synthetic_holds:
         stored = {run["seed"]: run["buy_and_hold_valid_sharpe"] for run in record["runs"]
                   if run["market"] == "synthetic" and run["variant"] == record.get("base_variant", "base")}
@@ -826,17 +879,43 @@ def sweep_method(record: Mapping, name: str, reader_out: str, live_hold: float |
                  if seed in stored and abs(live - stored[seed]) >= 0.005}
         if moved:
             paragraphs.append(
-                f"Its synthetic {'market' if len(moved) == 1 else 'markets'} of seed"
-                f"{'' if len(moved) == 1 else 's'} {_joined_and(list(map(str, moved)))} "
-                f"{'is' if len(moved) == 1 else 'are'} not the one{'' if len(moved) == 1 else 's'} the package "
-                "builds now either: buy-and-hold's validation Sharpe reads "
-                + ", ".join(f"{old:.3f} (seed {seed})" for seed, (old, _) in moved.items()) + " in the record and "
-                + ", ".join(f"{new:.3f}" for _, new in moved.values()) + " now. Every variant met the same three "
-                "markets, so the comparisons stand for the markets the record ran; running its command again "
-                "measures the present ones.")
+                f"On its synthetic {'market' if len(moved) == 1 else 'markets'} of seed"
+                f"{'' if len(moved) == 1 else 's'} {_joined_and(list(map(str, moved)))}, buy-and-hold's validation "
+                "Sharpe reads " + ", ".join(f"{old:.3f} (seed {seed})" for seed, (old, _) in moved.items())
+                + " in the record and " + ", ".join(f"{new:.3f}" for _, new in moved.values())
+                + " as today's package builds them. Every variant met the same three markets, so the comparisons "
+                "hold for the markets the record ran.")
     return how_measured(*paragraphs)
 
 
+
+
+def fixed_budget_deflation(record: Mapping) -> pd.DataFrame:
+    """The deflated Sharpe ratio of a ``bench sweep`` record two ways, per market (the entries of
+    its ``overfitting`` part): over **every** checkpoint (the record's: V, the variance of the
+    trials' validation Sharpe ratios, mixes early, untrained-like checkpoints with late ones, so it
+    holds learning as well as luck) and **within one budget**: the trials are the runs' final
+    checkpoints only (variants × seeds), the chosen one the best of them, V their variance. Both
+    assume normal returns, as the record does. Columns: trials, V, SR0 (the Sharpe ratio the best of
+    that many unskilled trials reaches by luck), the chosen validation Sharpe and the DSR, for each."""
+    from ..metrics import deflated_sharpe_ratio
+
+    rows = []
+    for entry in record["overfitting"]:
+        seed = entry.get("market_seed")
+        runs = [run for run in record["runs"] if run["market"] == entry["market"] and (seed is None or run["seed"] == seed)]
+        final = [run["evaluations"][-1]["valid_sharpe"] for run in runs]
+        moments = {"sharpe": max(final), "days": entry["days"], "skewness": 0.0, "kurtosis": 3.0}
+        at_end, every = deflated_sharpe_ratio(moments, final), entry["deflated"]
+        name = entry["market"] if seed is None else f"{entry['market']} (market {seed})"
+        rows.append({"market": name,
+                     "all checkpoints: trials": every["trials"], "all checkpoints: V": every["sharpe_variance"],
+                     "all checkpoints: SR0": every["expected_max_sharpe"], "all checkpoints: chosen": every["sharpe"],
+                     "all checkpoints: DSR": every["deflated_sharpe"],
+                     "final checkpoints: trials": len(final), "final checkpoints: V": at_end["sharpe_variance"],
+                     "final checkpoints: SR0": at_end["expected_max_sharpe"], "final checkpoints: chosen": at_end["sharpe"],
+                     "final checkpoints: DSR": at_end["deflated_sharpe"]})
+    return pd.DataFrame(rows).set_index("market")
 
 
 def style_overfitting(overfit: pd.DataFrame):

@@ -11,7 +11,9 @@ Chapters 4, 5, 6 and 8 read the same record with the same functions:
 * `phase_table` — where an iteration's seconds go (rollout, transfer, update, all-reduce,
   waiting) in each layout;
 * `fit_cost_model` / `CostModel` — a three-number model of an iteration, fitted to the phases of
-  one and two processes, and its projection to more processes (`project`, `plot_projection`);
+  one and two processes, and its projection to more processes (`project`, `plot_projection`),
+  like with like against `fit_trainer_model` / `TrainerModel`: one in-process trainer with as
+  many envs as the processes hold together;
 * `round_ratios` / `holm_speed_tests` — the round-by-round ratios behind a verdict, and a family of
   verdicts tested together with Holm's correction (`chance_every_round`: how often 3 rounds all
   fall on one side of 1 by chance alone);
@@ -373,23 +375,76 @@ def model_check(records: Iterable[dict], model: CostModel) -> pd.DataFrame:
     return pd.DataFrame(rows).T
 
 
+@dataclasses.dataclass(frozen=True)
+class TrainerModel:
+    """The fastest in-process trainer at any size, for like-with-like projections: one process
+    with ``N`` samples per iteration takes ``T(N) = fixed + N × per_sample`` seconds (a straight
+    line through the one-thread trainer's phases at the two env counts the record measured), and
+    its rate is anchored to the fastest trainer's measured median at ``anchor_samples``:
+    ``rate(N) = anchor_rate × [N / T(N)] / [anchor_samples / T(anchor_samples)]``. So the rate
+    grows with the envs as the one-thread trainer's did, and it assumes that the gain of the
+    anchor's threads stays the same at every size and that the update's seconds grow with the
+    samples, whatever the minibatch size. Past the largest measured size it is an extrapolation."""
+
+    fixed: float
+    per_sample: float
+    anchor_samples: int
+    anchor_rate: float
+    label: str
+    measured_samples: tuple[int, ...]
+
+    def samples_per_s(self, samples: float) -> float:
+        def shape(n: float) -> float:
+            return n / (self.fixed + self.per_sample * n)
+        return self.anchor_rate * shape(samples) / shape(self.anchor_samples)
+
+
+def fit_trainer_model(records: Iterable[dict], key: str = "samples_per_s") -> TrainerModel:
+    """The `TrainerModel` of a record: the line through the one-thread in-process trainer's phases
+    (rollout + update seconds per iteration) at its smallest and largest measured size, anchored to
+    the fastest in-process trainer (`fastest_single_process`)."""
+    records = list(records)
+    anchor = fastest_single_process(records, key)
+    ones = sorted((r for r in records if r.get("layout") == BASELINE_LAYOUT and "phases" in r
+                   and r.get("learner_threads", 1) == 1), key=lambda r: r["samples_per_iteration"])
+    if len({r["samples_per_iteration"] for r in ones}) < 2:
+        raise InputError("the like-with-like baseline needs the one-thread in-process trainer at two sizes: run "
+                         "`python -m finrl_tutorial bench scale --layouts trainer --processes 1 2`")
+    (n1, t1), (n2, t2) = [(int(r["samples_per_iteration"]), sum(_phase_seconds(r))) for r in (ones[0], ones[-1])]
+    per_sample = (t2 - t1) / (n2 - n1)
+    return TrainerModel(t1 - per_sample * n1, per_sample, int(anchor["samples_per_iteration"]), float(anchor[key]),
+                        scale_label(anchor), tuple(sorted({int(r["samples_per_iteration"]) for r in ones})))
+
+
+def _baseline_rate(baseline, samples: float) -> float:
+    return baseline.samples_per_s(samples) if isinstance(baseline, TrainerModel) else float(baseline)
+
+
 def project(model: CostModel, processes: Iterable[int] = (1, 2, 4, 8, 16),
-            baseline: float | None = None) -> pd.DataFrame:
+            baseline: "float | TrainerModel | None" = None) -> pd.DataFrame:
     """The model's samples/s at each process count (a projection beyond the measured points; a
-    negative fitted overhead counts as 0, `CostModel.projectable`), and, with ``baseline``
-    (samples/s), the speed-up against it."""
+    negative fitted overhead counts as 0, `CostModel.projectable`), and, with ``baseline``, the
+    speed-up against it: a fixed rate (samples/s), or a `TrainerModel`, read at the samples per
+    iteration of the ``P`` processes (like with like: one process holding all their envs), its
+    rate in ``baseline samples / s``."""
     rows = {}
     model = model.projectable()
     for p in processes:
         rate = model.samples_per_s(p)
-        rows[p] = {"samples / s": rate} | ({"speed-up": rate / baseline} if baseline else {})
+        row = {"samples / s": rate}
+        if baseline:
+            base = _baseline_rate(baseline, p * model.samples_per_process)
+            row |= ({"samples / iteration": float(p * model.samples_per_process), "baseline samples / s": base}
+                    if isinstance(baseline, TrainerModel) else {}) | {"speed-up": rate / base}
+        rows[p] = row
     return pd.DataFrame(rows).T.rename_axis("processes")
 
 
-def plot_projection(models: dict[str, CostModel], baseline: float, measured: dict[str, dict[int, tuple]], ax,
+def plot_projection(models: dict[str, CostModel], baseline: "float | TrainerModel", measured: dict[str, dict[int, tuple]], ax,
                     title: str, max_processes: int = 16, measured_up_to: int = 2, unit: str = "processes",
                     hypothetical: tuple[str, ...] = ()):
-    """Speed-up against ``baseline`` (samples/s of the fastest single process) of each model from 1
+    """Speed-up against ``baseline`` (samples/s of the fastest single process, or a `TrainerModel`
+    read at the same samples per iteration as the P processes: like with like) of each model from 1
     to ``max_processes``: solid where this machine measured (up to ``measured_up_to``), dotted
     beyond, in a shaded band marked *projection*; a model named in ``hypothetical`` (a what-if, not
     fitted to this machine) is dotted everywhere and read against its own single process.
@@ -408,7 +463,8 @@ def plot_projection(models: dict[str, CostModel], baseline: float, measured: dic
             ax.plot(counts, [model.projectable().samples_per_s(p) / own for p in counts], ":", color=color,
                     linewidth=2, label=f"{label}: what-if model, against its own 1 {unit[:-1]}")
             continue
-        speed = [model.projectable().samples_per_s(p) / baseline for p in counts]
+        speed = [model.projectable().samples_per_s(p) / _baseline_rate(baseline, p * model.samples_per_process)
+                 for p in counts]
         inside = [p for p in counts if p <= measured_up_to]
         ax.plot(inside, speed[:len(inside)], "-", color=color, label=f"{label}: model")
         ax.plot(counts[len(inside) - 1:], speed[len(inside) - 1:], ":", color=color, linewidth=2)
@@ -421,22 +477,31 @@ def plot_projection(models: dict[str, CostModel], baseline: float, measured: dic
     ax.set_xticks([p for p in (1, 2, 4, 8, 16, 32) if p <= max_processes], [str(p) for p in (1, 2, 4, 8, 16, 32)
                                                                               if p <= max_processes])
     ax.set_xlabel(f"{unit} (each with its own core or device, as the model assumes)")
-    ax.set_ylabel("speed-up over the fastest single process")
+    ax.set_ylabel("speed-up over the fastest single process" + (" with as many envs" if isinstance(
+        baseline, TrainerModel) else ""))
     ax.set_title(title, fontsize="medium")
     ax.grid(alpha=0.3, which="both")
     # below the axes, so that it hides neither the curves nor the band's label
     ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
 
 
-def measured_points(table: pd.DataFrame, layout: str, threads: int | None = None) -> dict[int, tuple]:
+def measured_points(table: pd.DataFrame, layout: str, threads: int | None = None,
+                    baseline: TrainerModel | None = None, samples_per_process: int | None = None) -> dict[int, tuple]:
     """``{processes: (speed-up, rounds min, rounds max)}`` of one layout's rows of `speedups`
     (for `plot_projection`); ``threads`` keeps the workers rows of that learner thread count
-    (and the one-worker row)."""
+    (and the one-worker row). With a `TrainerModel` ``baseline`` (and the ``samples_per_process``
+    of one process), every ratio is taken against it at the row's samples per iteration instead:
+    the table's ratio × the table baseline's rate ÷ the model's rate there (1 where the model reads
+    its anchor, the table's baseline)."""
     points = {}
     for label, row in table[table["layout"] == layout].iterrows():
         if threads is not None and row["processes"] > 1 and f"on {threads} thread" not in label:
             continue
-        points[int(row["processes"])] = (float(row["speed-up"]), float(row["rounds min"]), float(row["rounds max"]))
+        factor = 1.0
+        if baseline is not None:
+            base_rate = float(table.loc[row["baseline"], "median"])
+            factor = base_rate / baseline.samples_per_s(int(row["processes"]) * samples_per_process)
+        points[int(row["processes"])] = tuple(factor * float(row[k]) for k in ("speed-up", "rounds min", "rounds max"))
     return points
 
 

@@ -210,13 +210,16 @@ def dense_next_values(recorder: StepRecorder, agent, rollout, last_obs: torch.Te
 
 
 def noise_cost_table(sampled: Mapping, held: Mapping) -> pd.DataFrame:
-    """Two `replay` results side by side: a fresh noisy sample every day (as in the rollout) and the
-    mean portfolio. Per row the mean reward, the fees (both in reward units: 1.0 = 1 % of the
-    initial cash) and the value traded in % of the initial cash, per account and day."""
-    rows = {"a new noisy sample every day (the rollout)": sampled, "the mean portfolio": held}
-    return pd.DataFrame({name: {"reward per day": r["reward"], "fees per day": r["fees"],
-                                "traded per day, % of initial cash": 100 * r["traded"]}
-                         for name, r in rows.items()}).T.round(3)
+    """Two `replay` results side by side: the rollout's noisy samples and the mean portfolio. Every
+    column is per account and day in % of the initial cash (the reward's own unit: a reward of 1.0 is
+    a gain of 1 %): the reward, the fees, the reward before fees (reward + fees; slippage stays in it,
+    as it is in the fill prices) and the value traded."""
+    rows = {"the rollout's noisy samples": sampled, "the mean portfolio": held}
+    table = pd.DataFrame({name: {"reward": r["reward"], "fees": r["fees"], "reward before fees": r["reward"] + r["fees"],
+                                 "traded": 100 * r["traded"]}
+                          for name, r in rows.items()}).T.round(3)
+    table.columns.name = "per account and day, % of initial cash"
+    return table
 
 
 def gae_reach_days(gamma: float, lam: float, level: float = 0.1) -> int:

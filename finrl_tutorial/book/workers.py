@@ -383,12 +383,17 @@ def fit_table(model: scale.CostModel) -> pd.DataFrame:
                                   ).rename_axis("term")
 
 
-def projection_inputs(models: Mapping[int, scale.CostModel], table: pd.DataFrame
+def projection_inputs(models: Mapping[int, scale.CostModel], table: pd.DataFrame,
+                      trainer: scale.TrainerModel | None = None
                       ) -> tuple[dict[str, scale.CostModel], dict[str, dict[int, tuple]]]:
     """What `plot_projection` takes for ``models`` (``{learner threads: CostModel}``): the models by
-    `model_label`, and each one's measured points of ``table`` (`speedups`; `measured_points`)."""
+    `model_label`, and each one's measured points of ``table`` (`speedups`; `measured_points`),
+    against ``trainer`` (`fit_trainer_model`: one in-process trainer with as many envs as the
+    workers hold together) where given, else against the table's baseline."""
     labelled = {model_label(threads): model for threads, model in models.items()}
-    measured = {model_label(threads): scale.measured_points(table, "workers", threads=threads) for threads in models}
+    measured = {model_label(threads): scale.measured_points(table, "workers", threads=threads, baseline=trainer,
+                                                            samples_per_process=model.samples_per_process)
+                for threads, model in models.items()}
     return labelled, measured
 
 
