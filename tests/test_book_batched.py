@@ -281,7 +281,11 @@ def test_the_box_names_the_baseline_of_every_ratio_and_its_record(committed, gpu
     assert box["this_run"]["2 processes × 1,024 ÷ faster 1 process × 2,048 (1 or 2 threads)"] == \
         "rounds 0.80–1.20×: inconclusive"
     same = box["this_run"]["batched env ÷ subprocess VecEnv, same accounts (one process per account)"]
-    assert same == ", ".join(f"{r:.1f}× at {n:,}" for n, r in result["same sizes"].items()) and " at 4" in same
+    assert same == ", ".join(f"{r:.1f}× at {n:,}" for n, r in result["same sizes"].items()) + " (one ratio each, no rounds)"
+    assert " at 4" in same
+    two = next(name for name in box["committed"] if name.endswith("2 accounts: batched env ÷ subprocess VecEnv"))
+    assert box["committed"][two] == f"{committed['two accounts']['speed-up']:.1f}× (one ratio, no rounds)"
+    assert committed["two accounts"]["repeats"] == 1  # the record holds no rounds of the same-accounts comparison
     projection = "projection, not a measurement (6.1's model, a free core each): 2 processes × 1,024 ÷ 1 process × 2,048"
     low, high = 0.8e5 / 1e5 / result["projected"], 1.2e5 / 1e5 / result["projected"]
     assert box["this_run"][projection] == (f"{result['projected']:.2f}×; the rounds measured {low:.2f}–{high:.2f} of it: "
@@ -290,6 +294,15 @@ def test_the_box_names_the_baseline_of_every_ratio_and_its_record(committed, gpu
     record = next(name for name in box["committed"] if "projection (its own fit" in name)
     assert box["committed"][record] == (f"{committed['projected']:.2f}×; measured "
                                         f"{committed['two processes']['speed-up'] / committed['projected']:.2f} of it")
+    ratios = list(result["same sizes"].values()) + [committed["two accounts"]["speed-up"]]
+    faster = sum(r > 1 for r in ratios)
+    assert (("every comparison made" in box["shows"]) == (faster == len(ratios))
+            and (faster == len(ratios) or f"{faster} of the {len(ratios)} comparisons made" in box["shows"]))
+
+
+def test_the_box_says_how_many_same_accounts_comparisons_the_batched_env_won():
+    assert batched._faster_count([1.5, 3.3, 2.7]) == "every comparison made"
+    assert batched._faster_count([0.9, 3.3, 2.7]) == "2 of the 3 comparisons made"
 
 
 def test_the_projection_is_checked_against_the_rounds():

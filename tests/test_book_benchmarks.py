@@ -448,3 +448,15 @@ def test_chapter_box_names_each_record_its_device_and_its_baseline(full_run, pee
     assert all("CPU" in name for name in committed if "bench_" in name)
     verdict = stored_verdict(full_run["sharpe_vs_buy_and_hold"], full_run["sharpe_vs_buy_and_hold"]["margin"])
     assert committed["the full-size run, 5 seeds (main_job_5seeds_report.json)"].endswith(verdict)
+
+
+def test_the_box_says_why_fast_modes_seeds_do_not_spread(full_run):
+    seeds = {"0": {"sharpe_ratio": 2.355}, "1": {"sharpe_ratio": 2.3607}, "2": {"sharpe_ratio": 2.3636}}
+    report = {"agent": {"sharpe_ratio": 2.3598}, "agent_std": {"sharpe_ratio": 0.0043}, "agent_per_seed": seeds,
+              "baselines": {"untrained_agent": {"sharpe_ratio": 2.361}}}
+    assert benchmarks.seed_spread(report) == "2.36 ± 0.00"  # a full run keeps the number alone
+    assert benchmarks.seed_spread(report, fast=True) == (
+        "2.36 ± 0.00: the spread is 0 because fast mode trains too little to move the agent; every seed ends "
+        "within 0.01 of the untrained agent's 2.36")
+    full = f"{full_run['agent']['sharpe_ratio']:.2f} ± {full_run['agent_std']['sharpe_ratio']:.2f}"
+    assert benchmarks.seed_spread(full_run, fast=True) == full  # a spread that does not round to 0 needs no note

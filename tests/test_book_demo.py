@@ -315,6 +315,8 @@ def test_chapter_box_names_its_records_and_recomputes_the_committed_verdict(repo
     assert "main_job_5seeds_report.json" in text and "bench_sweep.json" in text
     assert (f"vs {report['baselines']['equal_weight_buy_and_hold']['sharpe_ratio']:.2f}: "
             f"{stored_verdict(report['sharpe_vs_buy_and_hold'])}; 5 of 5 seeds below buy-and-hold") in text
+    assert (f"{report['agent']['sharpe_ratio']:.2f} ± {report['agent_std']['sharpe_ratio']:.2f} (mean ± std over the "
+            "5 seeds, not an interval)") in text  # the ± is labelled, so it is not read as an interval
     assert "+3.1% / +4.2% of return" in text and "1.2%" in text and "agent after 16,384 env-steps" in text
     assert f"{len(report['data']['tickers'])} survivors" in text and "fast mode" in text
     assert "[-0.40, +0.50]: inconclusive" in text and "mechanics" not in text  # the rows are labelled once, not each

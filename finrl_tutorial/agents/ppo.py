@@ -153,9 +153,10 @@ class _InPlaceSigmoidTanh(torch.autograd.Function):
 class InPlaceTanh(nn.Module):
     """The hidden layers' tanh, computed as 2 σ(2x) − 1 (within 4e-7 of ``torch.tanh``) over its
     input, which must be used nowhere else (here: the output of the `nn.Linear` before it). On the
-    CPU torch's vectorised tanh cost several times its sigmoid and was the largest single item of
-    the stockwise network's time (28 % of a PPO iteration at 30 stocks, 2026-12-01); in place, the
-    four passes allocate nothing."""
+    CPU torch's vectorised tanh was measured at several times its sigmoid and the largest single
+    item of the stockwise network's time (28 % of a PPO iteration at 30 stocks, 2026-12-01); the
+    ratio depends on the torch build and the CPU (chapter 3.2 times both in its run; on 2026-12-04
+    it measured about 0.8). In place, the four passes allocate nothing."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return _InPlaceSigmoidTanh.apply(x)

@@ -451,6 +451,12 @@ def projection_check(result: dict, margin: float = SPEED_TIE_MARGIN) -> str:
     return shares
 
 
+def _faster_count(ratios: list[float]) -> str:
+    """How many of the same-accounts ratios (batched ÷ subprocess) lie above 1, in words."""
+    faster = sum(ratio > 1 for ratio in ratios)
+    return "every comparison made" if faster == len(ratios) else f"{faster} of the {len(ratios)} comparisons made"
+
+
 def box_contents(result: dict, gpu: dict) -> dict:
     """The keyword arguments of `finrl_tutorial.book.measured_box` for chapter 6, from `answer` and
     `gpu_reading`: this run's ratios, each naming its baseline, the committed ones with their
@@ -461,7 +467,8 @@ def box_contents(result: dict, gpu: dict) -> dict:
     return {
         "this_run": {
             "batched env ÷ subprocess VecEnv, same accounts (one process per account)":
-                ", ".join(f"{ratio:.1f}× at {size:,}" for size, ratio in result["same sizes"].items()),
+                ", ".join(f"{ratio:.1f}× at {size:,}" for size, ratio in result["same sizes"].items())
+                + " (one ratio each, no rounds)",
             f"2 processes × {n:,} ÷ faster 1 process × {2 * n:,} (1 or {run['cores']} threads)":
                 f"rounds {_range(run['low'], run['high'])}×: {run['verdict']}"
                 + ("" if result.get("live", True) else f"; these rounds {result['why not']}"),
@@ -471,7 +478,7 @@ def box_contents(result: dict, gpu: dict) -> dict:
         },
         "committed": {
             f"{SCALE_RECORD} ({c['date']}), 2 accounts: batched env ÷ subprocess VecEnv":
-                f"{c['two accounts']['speed-up']:.1f}×",
+                f"{c['two accounts']['speed-up']:.1f}× (one ratio, no rounds)",
             f"{SCALE_RECORD}, 2 processes × {c['per process']:,} ÷ 1 process × {c['accounts']:,} (1 thread)":
                 f"{c['two processes']['speed-up']:.2f}× (one ratio, no verdict: inconclusive)"
                 if c["two processes"]["verdict"] == "one ratio" else
@@ -482,8 +489,10 @@ def box_contents(result: dict, gpu: dict) -> dict:
             f"{GPU_RECORD} ({gpu['meta']['date']}, one H200: another device, another program)":
                 f"ElegantRL's StockTradingVecEnv {elegant.max():,.0f} env-steps/s at {elegant.idxmax():,} accounts",
         },
-        "shows": "layouts compared at the same number of accounts, what more accounts per call buy, and whether a "
-                 "second batched process helped on this CPU at this load",
+        "shows": "layouts compared at the same number of accounts (the batched env faster in "
+                 + _faster_count(list(result["same sizes"].values()) + [c["two accounts"]["speed-up"]])
+                 + ", on this CPU at the sizes measured; one ratio each, not a verdict), what more accounts per "
+                 "call buy, and whether a second batched process helped on this CPU at this load",
         "does_not_show": "this package's env on a GPU (not measured on a GPU), or machines with more free cores",
     }
 

@@ -9,6 +9,7 @@ shows the one library call and the result. The general readings stay in
 """
 from __future__ import annotations
 
+import math
 import re
 from typing import Iterable, Mapping, Sequence
 
@@ -741,11 +742,25 @@ def layout_box_value(scale: pd.DataFrame, scale_records: Sequence[dict], label: 
     return value
 
 
+def seed_spread(report: dict, fast: bool = False) -> str:
+    """The box's reading of this run's seeds: the agent's test Sharpe, mean ± std over seeds, and, in fast
+    mode (``fast``) where the std rounds to 0.00, why: fast mode trains too little to move the agent, so
+    every seed ends within a hundredth or so of the untrained agent's Sharpe (the bound is rounded up)."""
+    mean, std = report["agent"]["sharpe_ratio"], report["agent_std"]["sharpe_ratio"]
+    value = f"{mean:.2f} ± {std:.2f}"
+    if not fast or f"{std:.2f}" != "0.00":
+        return value
+    untrained = report["baselines"]["untrained_agent"]["sharpe_ratio"]
+    off = math.ceil(100 * max(abs(sharpe - untrained) for sharpe in _seed_sharpes(report)) - 1e-9) / 100
+    return (f"{value}: the spread is 0 because fast mode trains too little to move the agent; every seed ends "
+            f"within {off:.2f} of the untrained agent's {untrained:.2f}")
+
+
 def chapter_box(report: dict, config, seeds: int, records: Mapping[str, list[dict]], full_run: dict,
-                peer_records: Sequence[dict], anchors: Sequence[dict]):
-    """The "What this chapter measured" box (`finrl_tutorial.book.measured_box`): this run's seeds, and
-    the committed figures, each naming its record and its baseline. ``records`` holds the chapter's
-    ``env``, ``scale`` records."""
+                peer_records: Sequence[dict], anchors: Sequence[dict], fast: bool = False):
+    """The "What this chapter measured" box (`finrl_tutorial.book.measured_box`): this run's seeds
+    (`seed_spread`; ``fast``: fast mode), and the committed figures, each naming its record and its
+    baseline. ``records`` holds the chapter's ``env``, ``scale`` records."""
     from .scale import speedups
 
     env = pd.DataFrame(records["env"])
@@ -762,7 +777,7 @@ def chapter_box(report: dict, config, seeds: int, records: Mapping[str, list[dic
     return _room().measured_box(
         this_run={
             f"{seeds} seeds × {config.total_steps:,} env-steps: agent Sharpe (test)":
-                f"{report['agent']['sharpe_ratio']:.2f} ± {report['agent_std']['sharpe_ratio']:.2f}",
+                seed_spread(report, fast),
             "Sharpe vs buy-and-hold, 95 % interval":
                 f"{versus['difference']:+.2f} [{versus['low']:+.2f}, {versus['high']:+.2f}]: {versus['verdict']}",
         },

@@ -441,8 +441,9 @@ def chapter_box(env_steps: int, table: pd.DataFrame, versus: Mapping, missing: p
     not_above = sum(row["sharpe_ratio"] <= report_untrained for row in report["agent_per_seed"].values())
     committed = {
         f"full-size run, {len(report['seeds'])} seeds (main_job_5seeds_report.json)":
-            f"Sharpe {report['agent']['sharpe_ratio']:.2f} ± {report['agent_std']['sharpe_ratio']:.2f} vs "
-            f"{report_hold['sharpe_ratio']:.2f}: {verdict}; {below} of {seeds} seeds below buy-and-hold",
+            f"Sharpe {report['agent']['sharpe_ratio']:.2f} ± {report['agent_std']['sharpe_ratio']:.2f} (mean ± std "
+            f"over the {seeds} seeds, not an interval) vs {report_hold['sharpe_ratio']:.2f}: {verdict}; {below} of "
+            f"{seeds} seeds below buy-and-hold",
         "sample, validation Sharpe (bench_sweep.json)":
             f"{curves['first validation'].mean():.2f} after one update, {curves['last validation'].mean():.2f} at "
             f"the end (package of {sweep['machine']['date'][:10]}: buy-and-hold {sweep_hold:.2f} there, "

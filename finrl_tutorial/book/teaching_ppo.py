@@ -429,7 +429,7 @@ def chapter_box(comparison: pd.DataFrame, budget: int, file_lines: pd.DataFrame,
             "env-steps per run": f"{budget:,}",
             "agents/ppo.py, as installed": f"{int(file_lines.loc['agents/ppo.py', 'lines'])} lines",
             "one update on a 512-sample rollout": f"{losses['loss/minibatches']} minibatches, "
-                                                 f"clip fraction {losses['loss/clip_fraction']:.2f}",
+                                                 f"clip fraction {losses['loss/clip_fraction']:.1e}",
             "policy-gradient variance, baseline V(s) / none (one day, 64 states)": f"{variance_ratio(gradients):.2f}",
             "score-function mean minus exact gradient, in standard errors (3.0)": z_text,
             **({} if loop_sharpe is None else {
