@@ -313,8 +313,11 @@ def with_two_level(table: pd.DataFrame, two_level: Mapping[str, Mapping], margin
 
     cells = []
     for ci in two_level.values():
-        verdict = difference_verdict(ci["low"], ci["high"], ci["margin"] if margin is None else margin)
-        cells.append(f"[{ci['low']:+.2f}, {ci['high']:+.2f}] {verdict}")
+        tie = ci["margin"] if margin is None else margin
+        verdict = difference_verdict(ci["low"], ci["high"], tie)
+        # an end within 0.01 of the margin gets three decimals, so that the printed ends explain the verdict
+        digits = 3 if min(abs(abs(ci["low"]) - tie), abs(abs(ci["high"]) - tie)) < 0.01 else 2
+        cells.append(f"[{ci['low']:+.{digits}f}, {ci['high']:+.{digits}f}] {verdict}")
     table = table.copy()
     table.insert(table.columns.get_loc("agent verdict") + 1, TWO_LEVEL_COLUMN, cells)
     return table
