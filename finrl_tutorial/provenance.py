@@ -24,6 +24,14 @@ FAST_VARIABLE = "FINRL_TUTORIAL_FAST"
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 
 
+def loadavg() -> list[float] | None:
+    """The 1-, 5- and 15-minute load averages (None where the OS has none, e.g. Windows)."""
+    try:
+        return [round(value, 2) for value in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
 def fast_mode(environ=None) -> bool:
     """Whether ``FINRL_TUTORIAL_FAST`` asks for fast mode (the small budgets CI runs): the one parser
     of the variable, for the command line and the book alike. ``1``/``true``/``yes``/``on`` (any

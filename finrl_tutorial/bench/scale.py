@@ -81,7 +81,7 @@ from ..data import load_market
 from ..data.clean import PreparedMarket
 from ..errors import InputError
 from ..plots import plot_bars
-from ..provenance import machine
+from ..provenance import loadavg, machine
 from ..training.distributed import DistributedContext
 from ..envs import EnvConfig, VecStockTradingEnv, shard_start_windows
 from ..training.trainer import train
@@ -146,14 +146,6 @@ def default_sweep(max_num_envs: int) -> list[int]:
         sizes.append(n)
         n *= 4
     return sizes + [max_num_envs]
-
-
-def loadavg() -> list[float] | None:
-    """The 1-, 5- and 15-minute load averages (None where the OS has none, e.g. Windows)."""
-    try:
-        return [round(value, 2) for value in os.getloadavg()]
-    except (AttributeError, OSError):
-        return None
 
 
 def _make_record(layout: str, processes: int, num_envs: int, stocks: int, device, command: str = "",

@@ -2,7 +2,6 @@
 (`finrl_tutorial.agents.learn`)."""
 from __future__ import annotations
 
-import os
 import time
 
 import torch
@@ -10,7 +9,7 @@ import torch
 from ..agents import ActorCritic, EnvCollector, collect_rollout, learn, make_config
 from ..data import load_market
 from ..envs import VecStockTradingEnv
-from ..provenance import machine
+from ..provenance import loadavg, machine
 from .common import market_with_stocks, sync_for
 
 
@@ -74,6 +73,6 @@ def run(args):
         extra = {"horizon_len": args.horizon_len} if args.horizon_len else {}
         config = make_config(args.algo, num_envs=num_envs, device=args.device, **extra)
         # the load around each size: on a shared machine a busy minute slows the same work
-        before = [round(value, 2) for value in os.getloadavg()]
+        before = loadavg()
         row = measure_loop(market, config, iterations=args.iterations)
-        yield row | {"loadavg_before": before, "loadavg_after": [round(value, 2) for value in os.getloadavg()]}
+        yield row | {"loadavg_before": before, "loadavg_after": loadavg()}

@@ -427,14 +427,15 @@ def answer(rate: pd.Series, rounds: pd.DataFrame, committed: dict, per_call: dic
     run = rounds_reading(rounds)
     why = not_deciding(rounds, fast)
     n = run["num_envs"]
+    projected = projected_ratio(per_call, n)
     paid = [name for name, shown in (("this run", not why and run["verdict"] == "faster"),
                                      ("the quiet committed record", committed["two processes"]["speed-up"] > 1),
                                      ("the loaded committed record", committed["loaded"]["speed-up"] > 1)) if shown]
     return {"accounts": same["small"], "same": same["same"][same["small"]], "large": same["large"],
             "call ratio": same["call ratio"], "rounds": run, "committed": committed, "live": not why, "why not": why,
             "committed answer": committed_answer(committed),
-            "paid": paid, "projected": projected_ratio(per_call, n), "per call": per_call,
-            "measured ÷ projected": (run["low"] / projected_ratio(per_call, n), run["high"] / projected_ratio(per_call, n)),
+            "paid": paid, "projected": projected, "per call": per_call,
+            "measured ÷ projected": (run["low"] / projected, run["high"] / projected),
             "same sizes": same["same"]}
 
 

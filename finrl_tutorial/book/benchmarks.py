@@ -21,7 +21,7 @@ from .folded import MethodNote
 from .report import code_spans, peer_summary, provenance, rollout_share_table
 from .scale import (SCALE_RECORD, SPEED_TIE_MARGIN, TrainerModel, fit_cost_model, measured_points,
                     peer_comparisons, phase_table, plot_projection, project)
-from .teaching import reader_command
+from .teaching import listed, reader_command
 
 #: The records chapter 8 reads, with the section that reads each (the full-size report is found by
 #: its pattern, ``*report.json``, as the chapter finds it).
@@ -293,7 +293,7 @@ def loop_note(train: pd.DataFrame, loop: pd.DataFrame, scale_records: Sequence[d
             items.append(f"These rows ran on {rows_date}, with the stockwise network as changed on {pairs_date}, the "
                          "change that the left-out rows below time before and after.")
         pair_loads = _loads(left_out)
-        items.append(f"Left out: {len(left_out)} rows at {_listed([str(n) for n in sorted(set(left_out['stocks']))])} "
+        items.append(f"Left out: {len(left_out)} rows at {listed([str(n) for n in sorted(set(left_out['stocks']))])} "
                      "stocks, each command run twice back to back, once before and once after a change to the code "
                      "of the stockwise network, to compare the two; a pair is read against itself only. Load average "
                      f"{pair_loads.min():.1f}–{pair_loads.max():.1f} on {left_out['cpu_count'].iloc[0]} cores, over those "
@@ -670,11 +670,6 @@ def peer_verdicts(peer_records: Iterable[dict], margin: float = SPEED_TIE_MARGIN
     with a ``reading`` column: the verdict as the chapter words it (`peer_reading`)."""
     comparisons = peer_comparisons(peer_records, margin)
     return comparisons.assign(reading=comparisons.apply(peer_reading, axis=1, margin=margin))
-
-
-def _listed(items: Sequence[str]) -> str:
-    items = list(items)
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def plot_peers(peer_records: Sequence[dict], comparisons: pd.DataFrame, fig) -> None:

@@ -27,8 +27,8 @@ from ..errors import InputError
 from .folded import MethodNote, how_measured
 from .teaching import reader_command
 from .workers import load_range, run_loads
-from .scale import (CostModel, TrainerModel, chance_every_round, holm_speed_tests, measured_points, phase_table, plot_projection,
-                    round_ratios, same_work_seconds, speedup_text, speedups)
+from .scale import (CostModel, TrainerModel, chance_every_round, family_view, holm_speed_tests, measured_points,
+                    phase_table, plot_projection, round_ratios, same_work_seconds, speedup_text, speedups)
 
 LAYOUTS = ("trainer", "ddp")
 """The layouts chapter 5 reads from a ``bench scale`` record: the in-process trainer and DDP."""
@@ -165,11 +165,6 @@ def speed_family(records: Iterable[dict], loaded_records: Iterable[dict]) -> pd.
     return holm_speed_tests({f"{one} ÷ {baseline}": round_ratios(records, one),
                              f"{two} ÷ {baseline}": round_ratios(records, two),
                              f"under load: {loaded_two} ÷ {loaded_base}": round_ratios(loaded_records, loaded_two)})
-
-
-def family_view(family: pd.DataFrame):
-    """`speed_family` as the chapter shows it (a Styler): ratios as ``1.29×``, p-values at 3 decimals."""
-    return family.style.format({"geometric mean": "{:.2f}×", "p (t)": "{:.3f}", "p (Holm)": "{:.3f}"})
 
 
 def check_table(check: pd.DataFrame) -> pd.DataFrame:

@@ -46,11 +46,6 @@ def _measured_box(*args, **kwargs):
     return box(*args, **kwargs)
 
 
-def _joined_and(words: Sequence[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
-
-
 def _count(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
@@ -185,7 +180,7 @@ def learn_method(learn: Mapping, budget: int, rebuilt: Mapping | None = None) ->
     if moved:
         paragraphs.append(
             f"On the record's factor markets of seed{'' if len(moved) == 1 else 's'} "
-            f"{_joined_and(list(map(str, moved)))}, the test Sharpe of buy-and-hold and of the signal rule differ from "
+            f"{teaching.listed(list(map(str, moved)))}, the test Sharpe of buy-and-hold and of the signal rule differ from "
             "those of the markets today's package builds: " + "; ".join(
                 f"seed {seed}, {v['record'][0]:.2f} and {v['record'][1]:.2f} in the record, {v['now'][0]:.2f} and "
                 f"{v['now'][1]:.2f} today" for seed, v in moved.items())
@@ -883,7 +878,7 @@ def sweep_method(record: Mapping, name: str, reader_out: str, live_hold: float |
         if moved:
             paragraphs.append(
                 f"On its synthetic {'market' if len(moved) == 1 else 'markets'} of seed"
-                f"{'' if len(moved) == 1 else 's'} {_joined_and(list(map(str, moved)))}, buy-and-hold's validation "
+                f"{'' if len(moved) == 1 else 's'} {teaching.listed(list(map(str, moved)))}, buy-and-hold's validation "
                 "Sharpe reads " + ", ".join(f"{old:.3f} (seed {seed})" for seed, (old, _) in moved.items())
                 + " in the record and " + ", ".join(f"{new:.3f}" for _, new in moved.values())
                 + " as today's package builds them. Every variant met the same three markets, so the comparisons "

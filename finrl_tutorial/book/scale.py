@@ -576,6 +576,12 @@ def holm_speed_tests(comparisons, level: float = 0.05) -> pd.DataFrame:
     return table
 
 
+def family_view(family: pd.DataFrame):
+    """A `holm_speed_tests` table as the chapters show it (a Styler): ratios as ``1.29×``, p-values at
+    3 decimals."""
+    return family.style.format({"geometric mean": "{:.2f}×", "p (t)": "{:.3f}", "p (Holm)": "{:.3f}"})
+
+
 # --- chapter 6: the cost of one call of a batched env ------------------------------------------------
 
 def fit_per_call(num_envs: Iterable[int], env_steps_per_s: Iterable[float]) -> dict[str, float]:

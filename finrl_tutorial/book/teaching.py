@@ -352,6 +352,12 @@ def pbo_example(trials: int = 20, days: int = 750, edge_sharpe: float = 2.0, sli
     return {"trials": trials, "days": days, "edge_sharpe": edge_sharpe, "seed": seed, **results}
 
 
+def listed(items: Sequence[str]) -> str:
+    """Words joined as a sentence lists them: ``a``, ``a and b``, ``a, b and c``."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def reader_command(command: str, out: str | None = None,
                    drop: Sequence[str] = ("--merge", "--resume", "--variants")) -> str:
     """A command from a record as a reader would run it: the first command of a chain

@@ -19,7 +19,7 @@ import pandas as pd
 from ..training.workers import DEFAULT_LEARNER_THREADS
 from . import scale
 from .folded import MethodNote, how_measured
-from .teaching import reader_command
+from .teaching import listed, reader_command
 
 
 def _range(values) -> str:
@@ -62,7 +62,7 @@ def load_scope(layouts: Iterable[str] | None = None, processes: int | None = Non
     else:
         number = _NUMBERS.get(processes, str(processes))
         names = [f"{number} {_LAYOUT_RUNS.get(layout, (layout, layout))[1]}" for layout in layouts]
-    return "over the runs of " + (" and ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + " and " + names[-1])
+    return "over the runs of " + listed(names)
 
 
 def load_range(records: Iterable[dict], layouts: Iterable[str] | None = None, processes: int | None = None) -> str:
@@ -305,9 +305,7 @@ def speed_family(records: Iterable[dict]) -> pd.DataFrame:
     return scale.holm_speed_tests(comparisons)
 
 
-def family_view(family: pd.DataFrame):
-    """`speed_family` as the chapter shows it (a Styler): ratios as ``0.75×``, p-values at 3 decimals."""
-    return family.style.format({"geometric mean": "{:.2f}×", "p (t)": "{:.3f}", "p (Holm)": "{:.3f}"})
+family_view = scale.family_view
 
 
 # --- 4.5: one learner thread or two ----------------------------------------------------------------
