@@ -231,6 +231,18 @@ def test_ends_near_the_margin_say_whether_the_verdict_turns_on_them():
         pd.DataFrame(), seeds_below=(3, 3)))
     assert box.count("fragile") == 1 and "A +0.00 [-0.26, +0.20] inconclusive (fragile" in box
     assert "pooled, 3 of 3 seeds below buy-and-hold" in box
+    # the seeds-and-days intervals print as the walk-forward table's column does: three decimals at the margin
+    two = {"2017": {"low": -0.2549, "high": 0.23}, "pooled": {"low": -0.2480, "high": 0.05}}
+    box = str(learning.edge_box(
+        1_000, 0.5, {"difference": 0.1, "low": 0.05, "high": 0.2, "verdict": "beats"}, 0.4,
+        pd.DataFrame({"captured (pooled)": [1.2, 1.5]}), {"mean": 0.0, "low": -0.1, "high": 0.1, "n": 6},
+        pd.DataFrame({"mean difference": [0.01], "low": [0.0], "high": [0.02], "markets": [9], "verdict": ["beats"]},
+                     index=pd.MultiIndex.from_tuples([("ppo", "all families")], names=["learner", "family"])),
+        {}, {}, [], 0.25,
+        pd.DataFrame(columns=["informed oracle captured (pooled)", "markets"],
+                     index=pd.MultiIndex.from_tuples([], names=["ic", "stocks", "learner"])),
+        pd.DataFrame(), two_level=two))
+    assert "2017 [-0.255, +0.230] inconclusive, pooled [-0.248, +0.050] tie" in box
 
 
 # --------------------------------------------------------------------------- chapter 1.11: realistic strength, run longer

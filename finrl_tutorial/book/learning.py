@@ -295,6 +295,15 @@ def walkforward_two_level(walkforward: Mapping, seed: int = 0) -> dict[str, dict
             for key, (agents, hold) in _walkforward_curves(walkforward).items()}
 
 
+def _interval_verdict(ci: Mapping, margin: float) -> str:
+    """``[low, high] verdict`` of an interval against the tie ``margin``; an end within 0.01 of the
+    margin gets three decimals, so that the printed ends explain the verdict."""
+    from ..metrics import difference_verdict
+
+    digits = 3 if min(abs(abs(ci["low"]) - margin), abs(abs(ci["high"]) - margin)) < 0.01 else 2
+    return f"[{ci['low']:+.{digits}f}, {ci['high']:+.{digits}f}] {difference_verdict(ci['low'], ci['high'], margin)}"
+
+
 TWO_LEVEL_COLUMN = "seeds and days resampled [95 %]"
 """The column `with_two_level` adds: the two-level interval and its verdict."""
 
@@ -304,15 +313,7 @@ def with_two_level(table: pd.DataFrame, two_level: Mapping[str, Mapping], margin
     record's days-only interval of the agent, the interval that resamples the seeds too
     (`walkforward_two_level`) and its verdict, row by row (``margin``: the tie margin, default the
     intervals' own)."""
-    from ..metrics import difference_verdict
-
-    cells = []
-    for ci in two_level.values():
-        tie = ci["margin"] if margin is None else margin
-        verdict = difference_verdict(ci["low"], ci["high"], tie)
-        # an end within 0.01 of the margin gets three decimals, so that the printed ends explain the verdict
-        digits = 3 if min(abs(abs(ci["low"]) - tie), abs(abs(ci["high"]) - tie)) < 0.01 else 2
-        cells.append(f"[{ci['low']:+.{digits}f}, {ci['high']:+.{digits}f}] {verdict}")
+    cells = [_interval_verdict(ci, ci["margin"] if margin is None else margin) for ci in two_level.values()]
     table = table.copy()
     table.insert(table.columns.get_loc("agent verdict") + 1, TWO_LEVEL_COLUMN, cells)
     return table
@@ -547,8 +548,6 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
     (`walkforward_two_level`), the same intervals with the seeds resampled too), and the pooled
     capture of the informed oracle at realistic strength with the markets the agent was ahead on.
     Returns a `MeasuredBox`."""
-    from ..metrics import difference_verdict
-
     fragile = {n["name"] for n in near if n["turns"]}
     pooled_rule = versus_rule.xs("all families", level="family")
     beats = [learner.upper() for learner, row in pooled_rule.iterrows() if row["verdict"] == "beats"]
@@ -583,8 +582,7 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
                 for year, verdict in wf_verdicts.items())
                 + (f"; pooled, {seeds_below[0]} of {seeds_below[1]} seeds below buy-and-hold" if seeds_below else ""),
             **({"walk-forward, seeds and days resampled (from the record's daily curves)": ", ".join(
-                f"{year} [{ci['low']:+.2f}, {ci['high']:+.2f}] {difference_verdict(ci['low'], ci['high'], margin)}"
-                for year, ci in two_level.items())} if two_level else {}),
+                f"{year} {_interval_verdict(ci, margin)}" for year, ci in two_level.items())} if two_level else {}),
             "realistic strength, informed oracle captured, pooled, no interval (bench_learn_realistic.json)": "; ".join(
                 f"IC {ic:g} × {stocks}: {row['informed oracle captured (pooled)']:.2f}, the agent ahead of the oracle "
                 f"on {ahead(ic, stocks)} of {row['markets']} markets" for (ic, stocks, _), row in cells.iterrows()),
