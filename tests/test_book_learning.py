@@ -98,6 +98,18 @@ def test_ppo_and_a2c_are_paired_on_test_excess_over_every_planted_market_both_ra
     assert tail["p (Wilcoxon)"] == learning.paired_test([0.1, 0.2, -0.1, 0.3, 0.15, 0.4])["p (Wilcoxon)"]
 
 
+def test_sb3_is_paired_with_our_ppo_on_the_very_market_its_case_records(learn):
+    sb3_cases = [c for c in learn["cases"] if c.get("sb3") and c["family"] != "none"]
+    steps = sb3_cases[0]["sb3"]["env_steps"]
+    paired = learning.paired_excess(learn, "ppo", "sb3_ppo", steps, "last")
+    assert len(paired) == len(sb3_cases) > 0
+    for case in sb3_cases:  # each row holds the SB3 excess stored in that market's own case
+        row = paired[(paired["family"] == case["family"]) & (paired["market"] == case["seed"])].iloc[0]
+        assert row["sb3_ppo"] == case["sb3"]["test_excess"]
+        assert row["ppo"] == case["curve"]["last"][str(steps)]["test_excess"]
+    assert learning.paired_excess(learn, "ppo", "sb3_ppo", steps + 1, "last").empty
+
+
 def test_the_deflated_sharpe_within_one_budget_reads_the_final_checkpoints(sweep):
     table = learning.fixed_budget_deflation(sweep)
     assert len(table) == len(sweep["overfitting"])

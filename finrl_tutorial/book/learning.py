@@ -110,6 +110,8 @@ def paired_excess(learn: Mapping, a: str = "ppo", b: str = "a2c", run_steps: int
     family, strength, universe and seed: the same market), read at the end of runs of ``run_steps``
     env-steps: each one's test excess over buy-and-hold and the difference ``a − b``. Unlike a
     capture, an excess is defined on every market. The control family ``none`` is left out.
+    ``"sb3_ppo"`` names SB3's PPO, which the record keeps beside our PPO's case on the same market
+    (``case["sb3"]``, its final model after ``run_steps`` env-steps; ``select`` does not apply to it).
     Columns: family, market, a, b, difference."""
     if run_steps is None:
         from ..agents import PPOConfig
@@ -117,9 +119,14 @@ def paired_excess(learn: Mapping, a: str = "ppo", b: str = "a2c", run_steps: int
         run_steps = PPOConfig().total_steps
     excess = {}
     for case in learn["cases"]:
-        if case["algo"] in (a, b) and case["family"] != "none" and teaching._run_length(case, select) == run_steps:
-            key = (case["family"], case["ic"], case.get("stocks", 10), case["days"], case["seed"])
+        if case["family"] == "none":
+            continue
+        key = (case["family"], case["ic"], case.get("stocks", 10), case["days"], case["seed"])
+        if case["algo"] in (a, b) and teaching._run_length(case, select) == run_steps:
             excess[case["algo"], key] = case["curve"][select][str(run_steps)]["test_excess"]
+        sb3 = case.get("sb3")
+        if "sb3_ppo" in (a, b) and sb3 is not None and sb3["env_steps"] == run_steps:
+            excess["sb3_ppo", key] = sb3["test_excess"]
     rows = [{"family": key[0], "market": key[4], a: excess[a, key], b: excess[b, key],
              "difference": excess[a, key] - excess[b, key]}
             for learner, key in sorted(excess) if learner == a and (b, key) in excess]
