@@ -125,7 +125,7 @@ def test_collect_rollout_takes_ongoing_next_values_from_the_next_step_and_bootst
 
 
 def test_in_place_tanh_is_tanh_forward_and_backward_and_leaves_views_alone():
-    from finrl_tutorial.agents.ppo import InPlaceTanh
+    from finrl_tutorial.agents.fast import InPlaceTanh
     x = torch.cat([torch.linspace(-30, 30, 2001), torch.tensor([0.0, -1e-8, 1e-8, 88.0, -88.0])])
     expected = torch.tanh(x)
     leaf = x.clone().requires_grad_()
@@ -137,6 +137,36 @@ def test_in_place_tanh_is_tanh_forward_and_backward_and_leaves_views_alone():
     viewed = InPlaceTanh()(base[0])
     torch.testing.assert_close(viewed, expected[:base.shape[1]], rtol=0, atol=4e-7)
     torch.testing.assert_close(base, x.reshape(2, -1))  # a view's base is not written over
+
+
+def test_fast_code_computes_what_its_plain_code_computes():
+    """agents/fast.py: each speed-only function against the plain code its docstring names."""
+    from finrl_tutorial.agents import fast, ppo
+
+    assert ppo.InPlaceTanh is fast.InPlaceTanh and ppo.keep_freed_memory is fast.keep_freed_memory
+    torch.manual_seed(0)
+    agent = ActorCritic(1 + 4 * 3, 4, (16, 16), init_log_std=0.0, network="stockwise", portfolio=True)
+    final_obs = torch.randn(6, 13)
+    terminated = torch.tensor([False, True, False, False, False, False])
+    truncated = torch.tensor([True, False, False, True, False, False])
+    with torch.no_grad():
+        dense = agent.value(final_obs) * (~terminated)
+        sparse = fast.bootstrap_values(agent, final_obs, terminated, truncated)
+    ended = terminated | truncated
+    torch.testing.assert_close(sparse[ended], dense[ended], rtol=0, atol=1e-6)
+    assert (sparse[~ended] == 0).all()
+    assert (fast.bootstrap_values(agent, final_obs, terminated, torch.zeros(6, dtype=torch.bool)) == 0).all()
+    # fast.adam: one step of (fused) Adam is plain Adam's to float rounding
+    nets = [ActorCritic(1 + 4 * 3, 4, (16, 16), 0.0, "mlp", True) for _ in range(2)]
+    nets[1].load_state_dict(nets[0].state_dict())
+    for net, optimizer in zip(nets, (fast.adam(nets[0].parameters(), lr=1e-3, eps=1e-5),
+                                     torch.optim.Adam(nets[1].parameters(), lr=1e-3, eps=1e-5))):
+        _, log_prob, _, value = net(final_obs, torch.ones(6, 4))  # the same actions for both
+        (value.square().mean() - log_prob.mean()).backward()
+        optimizer.step()
+    for a, b in zip(nets[0].parameters(), nets[1].parameters()):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
+    assert fast.keep_freed_memory("meta") == fast.keep_freed_memory("meta")  # no device but the CPU's is touched
 
 
 def test_mean_and_value_equal_mean_and_value_apart():

@@ -644,8 +644,10 @@ _MULTIPLIER = re.compile(r"(?<![\w.,])\d[\d,]*(?:\.\d+)?\s?(?:×|x(?=[\s,.;:)]|$
 #: the list ("relative to the base: A 1.2×, B 0.9×", "against one rank, ...").
 _REFERENCE_AFTER = re.compile(r"\b(?:than|vs\.?|versus|against|over|of|relative to|compared (?:with|to)|"
                               r"the base(?:line)?'?s?|baseline|ours|as (?:much|many|fast|long)|its)\b", re.I)
-#: ... or a possessive right after it: "10× buy-and-hold's fees", "1.8× the base's".
-_POSSESSIVE_AFTER = re.compile(r"^\s*(?:the\s+)?[\w-]+['’]s\b")
+#: ... or a possessive right after it: "10× buy-and-hold's fees", "1.8× the base's", "0.75× the
+#: fastest in-process trainer's samples/s" (up to three words before the owner).
+_POSSESSIVE_AFTER = re.compile(r"^\s*(?!(?:with|at|in|on|for|by|from|to|and|but|while)\b)(?:the\s+)?"
+                               r"(?:[\w-]+\s+){0,3}[\w-]+['’]s\b", re.I)
 _REFERENCE_BEFORE = re.compile(r"\b(?:relative to|against|vs\.?|versus|compared (?:with|to)|over|than|"
                                r"÷|divided by|ratio of|per (?:the )?base)\b|÷", re.I)
 REFERENCE_WINDOW = 10  # words after the multiplier in which its reference must appear
@@ -705,6 +707,8 @@ def test_the_multiplier_rule_can_fail_and_spares_arithmetic():
     assert _unreferenced_multipliers("The random policy paid 1,015× buy-and-hold's fees.") == []
     assert _unreferenced_multipliers("It cost 4.1× per sample, and 0.6× with two passes.") == ["4.1×", "0.6×"]
     assert _unreferenced_multipliers("2 ranks ran 1.4× the samples/s of one rank, short of the ceiling of 2×.") == []
+    assert _unreferenced_multipliers("One worker made 0.75× the fastest in-process trainer's samples/s.") == []
+    assert _unreferenced_multipliers("Two ranks reach 1.48× with the new layout's defaults.") == ["1.48×"]
 
 
 def test_plot_equity_draws_the_agent_on_top_and_wider_than_every_baseline():

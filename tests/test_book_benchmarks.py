@@ -77,7 +77,7 @@ def test_times_prints_one_decimal_from_ten_and_two_below():
 
 def test_sources_table_names_every_record_with_its_device_and_only_the_anchor_is_a_gpu_figure():
     table = benchmarks.sources_table()
-    assert set(table.index) == {"bench_env.jsonl", "bench_train.jsonl", scale.SCALE_RECORD,
+    assert set(table.index) == {"bench_env.jsonl", "bench_train.jsonl", scale.SCALE_RECORD, benchmarks.REPEAT_RECORD,
                                 "anchors_elegantrl_h200.jsonl", "main_job_5seeds_report.json", "bench_peers.jsonl"}
     for name, row in table.iterrows():
         records = read_records(name)
@@ -210,6 +210,40 @@ def test_the_two_loop_records_are_set_side_by_side_at_the_sizes_both_hold(train,
         assert side.loc[n, "bench scale: update's share"] == shares.loc[n, "update's share of the loop"]
     # two runs: the shares agree within a few points while the rates do not
     assert (abs(side["bench train: update's share"] - side["bench scale: update's share"]) < 0.05).all()
+
+
+def test_repeat_reading_gives_each_benchs_runs_and_their_spread_around_the_median():
+    records = read_records(benchmarks.REPEAT_RECORD)
+    reading = benchmarks.repeat_reading(records)
+    every = [r["samples_per_s"] for r in records]
+    assert sorted(reading["runs"]) == ["scale", "train"] and sum(map(len, reading["runs"].values())) == len(every)
+    assert reading["median"] == pytest.approx(pd.Series(every).median())
+    assert reading["low"] == pytest.approx(min(every) / reading["median"] - 1)
+    assert reading["low"] <= 0 <= reading["high"]
+    assert reading["outside"] == sum(abs(v / reading["median"] - 1) > scale.SPEED_TIE_MARGIN for v in every)
+    assert reading["num_envs"] == [64] and reading["stocks"] == [15] and len(reading["platforms"]) == 1
+
+
+def test_repeat_reading_counts_a_run_outside_the_margin_and_refuses_an_empty_record():
+    rows = [{"bench": "train", "samples_per_s": v, "num_envs": 64, "stocks": 15, "date": "2026-12-04T00:00:00+00:00",
+             "platform": "Linux-x"} for v in (100.0, 101.0, 110.0)]
+    reading = benchmarks.repeat_reading(rows)
+    assert reading["median"] == 101.0 and reading["outside"] == 1 and reading["platforms"] == ["Linux-x"]
+    with pytest.raises(ValueError):
+        benchmarks.repeat_reading([{"bench": "train"}])
+
+
+def test_platforms_read_the_raw_string_at_the_top_or_in_machine(quiet):
+    assert benchmarks.platforms([{"platform": "a"}, {"machine": {"platform": "b"}}, {}]) == ["a", "b"]
+    assert all("fc-v" in p for p in benchmarks.platforms(quiet))
+
+
+def test_clamped_overheads_name_only_the_models_whose_fitted_overhead_is_negative(quiet):
+    models = benchmarks.cost_models(quiet)
+    clamped = benchmarks.clamped_overheads(models)
+    assert set(clamped) == {name for name, model in models.items() if model.overhead < 0}
+    for name, overhead in clamped.items():
+        assert overhead == models[name].overhead < 0 and models[name].projectable().overhead == 0
 
 
 def test_the_loop_and_the_trainer_at_the_same_envs_are_two_measurements(quiet):

@@ -239,6 +239,19 @@ def test_validation_curves_follow_the_sweep(sweep):
     assert curves["last validation"].mean() < curves["first validation"].mean()  # what the chapter says
 
 
+def test_the_sweeps_untrained_network_beat_every_checkpoint_of_seeds_0_and_2(sweep):
+    """The record's ``untrained_valid_sharpe`` is the network before any update; its first evaluation
+    is the checkpoint after the first update (iteration 0, one rollout of env-steps)."""
+    curves = demo.validation_curves(sweep)
+    runs = [run for run in sweep["runs"] if run["market"] == "sample" and run["variant"] == sweep["base_variant"]]
+    assert all(run["evaluations"][0]["iteration"] == 0 and run["evaluations"][0]["env_steps"] == run["rollout_size"]
+               for run in runs)
+    assert curves["untrained"].tolist() == [run["untrained_valid_sharpe"] for run in runs]
+    beaten = [run["seed"] for run in runs
+              if max(e["valid_sharpe"] for e in run["evaluations"]) < run["untrained_valid_sharpe"]]
+    assert beaten == [0, 2]  # "for seeds 0 and 2 no checkpoint beat the untrained network on validation"
+
+
 def test_distance_from_untrained_is_zero_for_the_untrained_network_itself():
     torch.manual_seed(0)
     untrained, moved = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)

@@ -232,7 +232,7 @@ def test_ends_near_the_margin_say_whether_the_verdict_turns_on_them():
     # the box marks only the verdict that turns on such an end
     box = str(learning.edge_box(
         1_000, 0.5, {"difference": 0.1, "low": 0.05, "high": 0.2, "verdict": "beats"}, 0.4,
-        pd.DataFrame({"captured (pooled)": [1.2, 1.5]}), {"mean": 0.0, "low": -0.1, "high": 0.1, "n": 6},
+        pd.DataFrame({"signal-rule capture (pooled)": [1.2, 1.5]}), {"mean": 0.0, "low": -0.1, "high": 0.1, "n": 6},
         pd.DataFrame({"mean difference": [0.01, 0.02], "low": [0.0, 0.01], "high": [0.02, 0.03],
                       "markets": [9, 9], "verdict": ["beats", "inconclusive"]},
                      index=pd.MultiIndex.from_tuples([("ppo", "all families"), ("ppo", "factor")],
@@ -247,7 +247,7 @@ def test_ends_near_the_margin_say_whether_the_verdict_turns_on_them():
     two = {"2017": {"low": -0.2549, "high": 0.23}, "pooled": {"low": -0.2480, "high": 0.05}}
     box = str(learning.edge_box(
         1_000, 0.5, {"difference": 0.1, "low": 0.05, "high": 0.2, "verdict": "beats"}, 0.4,
-        pd.DataFrame({"captured (pooled)": [1.2, 1.5]}), {"mean": 0.0, "low": -0.1, "high": 0.1, "n": 6},
+        pd.DataFrame({"signal-rule capture (pooled)": [1.2, 1.5]}), {"mean": 0.0, "low": -0.1, "high": 0.1, "n": 6},
         pd.DataFrame({"mean difference": [0.01], "low": [0.0], "high": [0.02], "markets": [9], "verdict": ["beats"]},
                      index=pd.MultiIndex.from_tuples([("ppo", "all families")], names=["learner", "family"])),
         {}, {}, [], 0.25,
@@ -303,6 +303,10 @@ def test_the_realistic_provenance_counts_the_markets(realistic):
     assert provenance["markets"].sum() == len(realistic["cases"])
     method = learning.realistic_method(realistic, provenance)
     assert "beside other processes" in str(method) and "<table" in method._repr_markdown_()
+    # the note says which cells the record holds, apart from the full grid its command line names
+    cells = {(case["ic"], case["stocks"]) for case in realistic["cases"]}
+    assert f"The record holds {len(cells)} cells" in str(method) and "names more cells" in str(method)
+    assert all(f"IC {ic:g} × {stocks} stocks" in str(method) for ic, stocks in cells)
 
 
 # --------------------------------------------------------------------------- chapter 2: the knobs

@@ -187,6 +187,21 @@ def test_a_negative_fitted_overhead_is_projected_as_zero():
     assert project(noisy, (16,))["samples / s"].iloc[0] <= 16 * clean.samples_per_s(1)
 
 
+def test_clamped_terms_name_what_a_projection_sets_to_zero_with_the_fitted_value():
+    from finrl_tutorial.book.scale import CostModel, clamp_sentence, clamped_terms
+    noisy = CostModel("workers", rollout=1.0, update=1.0, overhead=-0.0055, samples_per_process=1000)
+    assert clamped_terms(noisy) == {"overhead": -0.0055}
+    assert clamp_sentence(noisy, "worker") == ("The fit gives \u22125.5 ms per added worker, within noise of 0; "
+                                               "the projection uses 0.")
+    positive = CostModel("ddp", rollout=1.0, update=1.0, overhead=0.05, samples_per_process=1000)
+    assert clamped_terms(positive) == {} and clamp_sentence(positive, "rank") == ""
+    # the quiet record: the default workers model (two learner threads) is clamped, DDP's is not
+    records = read_records(scale.SCALE_RECORD)
+    workers = scale.fit_cost_model(records, "workers", learner_threads=DEFAULT_LEARNER_THREADS)
+    assert set(clamped_terms(workers)) == {"overhead"} and clamped_terms(workers)["overhead"] < 0
+    assert clamped_terms(scale.fit_cost_model(records, "ddp")) == {}
+
+
 # --- many verdicts from few rounds: Holm's correction -------------------------------------------------
 
 def test_chance_every_round_is_two_of_the_equally_likely_patterns():

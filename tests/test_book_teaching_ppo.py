@@ -277,14 +277,18 @@ def test_record_columns_read_the_committed_summary_rows(learn):
     assert "captured on the test split" in caption and "wall seconds per run" in caption
 
 
-def test_interval_table_writes_the_intervals_it_is_given(learn):
-    pairs = teaching.paired_captures(learn, *PPO_VS_A2C)
-    interval = teaching.t_interval(pairs["difference"])
-    table = teaching_ppo.interval_table({"PPO minus A2C": interval})
+def test_interval_table_writes_the_paired_tests_it_is_given(learn):
+    from finrl_tutorial.book import learning
+
+    pairs = learning.paired_excess(learn, "ppo", "a2c", 300_000, "best")
+    test = learning.paired_test(pairs["difference"])
+    table = teaching_ppo.interval_table({"PPO minus A2C": test})
     row = table.loc["PPO minus A2C"]
-    assert row["(family, market) pairs"] == len(pairs) == interval["n"]
-    assert row["mean difference in capture"] == f"{interval['mean']:+.2f}"
-    assert row["95 % interval (uncorrected)"] == f"[{interval['low']:+.2f}, {interval['high']:+.2f}]"
+    assert row["(family, market) pairs"] == len(pairs) == test["n"]
+    assert row["mean difference in test excess"] == f"{test['mean']:+.1%}"
+    assert row["95 % interval (uncorrected)"] == f"[{test['low']:+.1%}, {test['high']:+.1%}]"
+    assert (row["p (t)"], row["p (Wilcoxon)"]) == (f"{test['p (t)']:.2g}", f"{test['p (Wilcoxon)']:.2g}")
+    assert row["positive"] == f"{int((pairs['difference'] > 0).sum())} of {len(pairs)}"
 
 
 def test_learn_method_note_is_folded_and_states_the_record(learn):
@@ -303,12 +307,16 @@ def test_learn_method_note_is_folded_and_states_the_record(learn):
     assert "not a speed ratio" in text and "×" not in text
     gaps = teaching.capture_gaps(learn, *PPO_VS_A2C)
     assert teaching.capture_gaps_text(gaps) in text and f"{len(gaps)} pair" in text
+    # without comparisons (the chapter's tests read excess returns, defined on every market): no gap paragraph
+    assert teaching.capture_gaps_text(gaps) not in str(teaching_ppo.learn_method_note(learn))
 
 
 def test_chapter_box_states_this_run_and_the_committed_intervals(learn):
     estimates, exact = _hand_estimates()
     gradients = teaching_ppo.estimator_table(estimates, exact, 0.1)
-    versus = {"PPO minus A2C": teaching.t_interval(teaching.paired_captures(learn, *PPO_VS_A2C)["difference"])}
+    from finrl_tutorial.book import learning
+
+    versus = {"PPO minus A2C": learning.paired_test(learning.paired_excess(learn, "ppo", "a2c", 300_000)["difference"])}
     comparison = pd.DataFrame({"test: signal rule's excess captured": {"PPO": 0.5, "A2C": -0.25}})
     file_lines = teaching_ppo.line_counts([ft.agents.ppo])
     loop_sharpe = pd.DataFrame({"validation Sharpe": [-0.37, 0.071]}, index=["untrained", "trained"])
@@ -337,5 +345,5 @@ def test_chapter_box_states_this_run_and_the_committed_intervals(learn):
                                        {"loss/minibatches": 16, "loss/clip_fraction": 0.04}, far, versus)
     assert "consistent with unbiased" not in far_box.shows and "a z outside ±2" in far_box.shows
     v = versus["PPO minus A2C"]
-    assert rows["PPO minus A2C (bench_learn.json, uncorrected)"] == \
-        f"{v['mean']:+.2f} [{v['low']:+.2f}, {v['high']:+.2f}] over the {v['n']} (family, market) pairs both ran"
+    assert rows["PPO minus A2C, test excess (bench_learn.json, uncorrected)"] == \
+        f"{v['mean']:+.1%} [{v['low']:+.1%}, {v['high']:+.1%}] over the {v['n']} (family, market) pairs both ran"

@@ -197,6 +197,9 @@ def test_fit_table_gives_the_models_numbers(models):
     assert fitted["r"] == f"{model.rollout:.2f} s per iteration" and fitted["u"] == f"{model.update:.2f} s per iteration"
     assert fitted["s = u / (r + u)"] == f"{model.serial_fraction:.0%}" and fitted["t"] == f"{model.thread_speedup:.2f}"
     assert fitted["o"].startswith(f"{model.overhead:+.3f} s per iteration")
+    # the quiet record's default model fits a negative overhead: the table says the projection uses 0
+    assert model.overhead < 0 and fitted["o"].endswith("; the projection uses 0")
+    assert not workers.fit_table(models[1])["fitted on the record"]["o"].endswith("uses 0")
 
 
 def test_projection_inputs_pair_each_model_with_its_measured_points(table, models):

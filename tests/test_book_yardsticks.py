@@ -171,6 +171,32 @@ def test_paired_by_family_corrects_over_every_row_the_pooled_ones_included():
     assert (table["verdict"] != "inconclusive").sum() == (table["p (Holm)"] < 0.05).sum()
 
 
+def test_differences_by_family_tests_paired_excess_and_corrects_over_both_comparisons():
+    from finrl_tutorial.book import learning, teaching_ppo
+
+    learn = read_records("bench_learn.json")[0]
+    steps = teaching_ppo.sb3_steps(learn)
+    pairs = {"ppo − a2c": learning.paired_excess(learn, "ppo", "a2c", 300_000, "best"),
+             "ours − sb3": learning.paired_excess(learn, "ppo", "sb3_ppo", steps, "last")}
+    table = teaching.differences_by_family(pairs)
+    for name, frame in pairs.items():
+        pooled = table.loc[(name, "all families")]
+        test = learning.paired_test(frame["difference"])
+        assert pooled["pairs"] == len(frame) == test["n"] and pooled["mean difference"] == pytest.approx(test["mean"])
+        assert (pooled["low"], pooled["high"]) == pytest.approx((test["low"], test["high"]))
+        assert pooled["p (t)"] == pytest.approx(test["p (t)"])
+        assert set(table.loc[name].index) == set(frame["family"]) | {"all families"}
+    # one Holm family over the rows of both comparisons: each adjusted p is at least len(table) x the smallest raw p
+    assert table["p (Holm)"].min() == pytest.approx(min(1.0, len(table) * table["p (t)"].min()))
+    assert (table["verdict"] != "inconclusive").sum() == (table["p (Holm)"] < 0.05).sum()
+    # the capture version is the same table built on paired captures
+    pair = (("ppo", 300_000, "best"), ("a2c", 300_000, "best"))
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(teaching.paired_by_family(learn, {"x": pair}),
+                                  teaching.differences_by_family({"x": teaching.paired_captures(learn, *pair)}))
+
+
 def test_an_uncorrected_pooled_interval_that_excludes_zero_is_not_a_verdict():
     """Three families of 4 markets, each a little ahead: the pooled 95 % interval excludes 0
     (p 0.028), but adjusted as one of the table's four verdicts it is not below 0.05."""

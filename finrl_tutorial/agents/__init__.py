@@ -1,6 +1,6 @@
 """RL agents: a single-file PPO (config, network, rollout, GAE, update, and the loop `learn`)
-and A2C sharing it; the loop's plumbing (collectors, learner contexts: `collect.py`); a rollout
-captured as one CUDA graph (`GraphedRollout`)."""
+and A2C sharing it; the loop's plumbing (collectors, learner contexts: `collect.py`); the code
+that is there only for speed (`fast.py`); a rollout captured as one CUDA graph (`GraphedRollout`)."""
 from ..errors import ConfigError
 from .a2c import A2CConfig
 from .collect import Collector, EnvCollector, LearnerContext, Rollout, SingleProcessContext

@@ -4,7 +4,7 @@ Read it top to bottom; it ends, as CleanRL's file does, with the loop itself (`l
 rollout → GAE → update, iteration after iteration. `finrl_tutorial.training.train` runs that same
 loop and adds validation, logging and checkpoints; the scale-out paths plug into it as a
 `Collector` (where rollouts come from) and a `LearnerContext` (where the update runs), the
-plumbing in `collect.py`. A2C
+plumbing in `collect.py`. Code that is there only for speed lives in `fast.py`. A2C
 (`a2c.py`) is this file with its own defaults and `a2c_policy_loss`. References: Schulman et
 al. 2017 (PPO), 2016 (GAE); CleanRL's ppo_continuous_action.
 
@@ -14,10 +14,7 @@ passes (epochs) over all of them in minibatches of ``batch_size``: every sample 
 """
 from __future__ import annotations
 
-import ctypes
 import math
-import os
-import sys
 from dataclasses import dataclass
 from typing import Callable
 
@@ -26,7 +23,9 @@ from torch import nn
 from torch.distributions import Normal
 
 from ..errors import ConfigError, check_bool, check_choice, check_device, check_int, check_real, strict_fields
+from . import fast
 from .collect import Collector, EnvCollector, LearnerContext, Rollout, SingleProcessContext
+from .fast import InPlaceTanh, keep_freed_memory  # noqa: F401  (keep_freed_memory: still importable from here)
 
 
 @strict_fields
@@ -131,39 +130,9 @@ class PPOConfig:
         return self.iterations_for(1)
 
 
-class _InPlaceSigmoidTanh(torch.autograd.Function):
-    """tanh(x) = 2 σ(2x) − 1, written over ``x``; the backward is tanh's own, 1 − y², from the output."""
-
-    @staticmethod
-    def forward(ctx, x):
-        if x._is_view():  # writing over a view would make autograd copy its base back (CopySlices)
-            y = x.mul(2).sigmoid_().mul_(2).sub_(1)
-        else:
-            y = x.mul_(2).sigmoid_().mul_(2).sub_(1)
-            ctx.mark_dirty(x)
-        ctx.save_for_backward(y)
-        return y
-
-    @staticmethod
-    def backward(ctx, grad):
-        y, = ctx.saved_tensors
-        return torch.ops.aten.tanh_backward(grad, y)
-
-
-class InPlaceTanh(nn.Module):
-    """The hidden layers' tanh, computed as 2 σ(2x) − 1 (within 4e-7 of ``torch.tanh``) over its
-    input, which must be used nowhere else (here: the output of the `nn.Linear` before it). On the
-    CPU torch's vectorised tanh was measured at several times its sigmoid and the largest single
-    item of the stockwise network's time (28 % of a PPO iteration at 30 stocks, 2026-12-01); the
-    ratio depends on the torch build and the CPU (chapter 3.2 times both in its run; on 2026-12-04
-    it measured about 0.8). In place, the four passes allocate nothing."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return _InPlaceSigmoidTanh.apply(x)
-
-
 def mlp(sizes, out_gain: float) -> nn.Sequential:
-    """Tanh MLP with orthogonal init (gain √2 inside, ``out_gain`` on the last layer)."""
+    """Tanh MLP with orthogonal init (gain √2 inside, ``out_gain`` on the last layer). Its tanh is
+    `fast.InPlaceTanh`: ``nn.Tanh`` to within 4e-7, faster."""
     layers = []
     for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
         linear = nn.Linear(a, b)
@@ -306,38 +275,8 @@ class ActorCritic(nn.Module):
 
 
 def make_optimizer(agent: nn.Module, config: PPOConfig) -> torch.optim.Optimizer:
-    """Adam for ``agent`` with ``config.learning_rate``; the fused kernel where torch has one for
-    the device (one kernel per step instead of a dozen small ops per tensor: about 10 % of a CPU
-    update here, and it leaves less serial work when the update runs on several threads)."""
-    params = list(agent.parameters())
-    try:
-        return torch.optim.Adam(params, lr=config.learning_rate, eps=1e-5, fused=True)
-    except (RuntimeError, TypeError):  # older torch: no fused Adam on this device
-        return torch.optim.Adam(params, lr=config.learning_rate, eps=1e-5)
-
-
-_freed_memory_kept = False
-
-
-def keep_freed_memory() -> bool:
-    """Ask glibc's malloc (Linux) to keep freed memory for reuse instead of returning it to the
-    system. Every minibatch allocates activations of megabytes (at 300 stocks, 80 MB each); by
-    default glibc maps each one fresh and the kernel zero-fills it page by page, which doubled the
-    time of a forward and backward pass at 300 stocks and cost a fifth at 30 (2026-12-01). The
-    process keeps its peak memory instead. Called once by `collect_rollout` and `update`; does
-    nothing elsewhere, or where ``MALLOC_MMAP_THRESHOLD_`` or ``GLIBC_TUNABLES`` say otherwise.
-    Returns whether the setting is in force."""
-    global _freed_memory_kept
-    if not _freed_memory_kept and sys.platform.startswith("linux") and not (
-            os.environ.keys() & {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"}):
-        try:
-            libc = ctypes.CDLL("libc.so.6")
-            m_trim_threshold, m_mmap_threshold, largest = -1, -3, 2**31 - 1  # glibc's malloc.h
-            _freed_memory_kept = bool(libc.mallopt(m_mmap_threshold, largest)
-                                      and libc.mallopt(m_trim_threshold, largest))
-        except (OSError, AttributeError):  # not glibc (musl, ...)
-            pass
-    return _freed_memory_kept
+    """Adam for ``agent`` with ``config.learning_rate`` (`fast.adam`: torch's fused kernel where there is one)."""
+    return fast.adam(agent.parameters(), lr=config.learning_rate, eps=1e-5)
 
 
 @torch.no_grad()
@@ -351,13 +290,9 @@ def collect_rollout(env, agent: ActorCritic, rollout: Rollout, obs: torch.Tensor
     observations. Returns the observation to continue from. Episode statistics stay on the device
     (no sync).
     """
-    if obs.device.type == "cpu":
-        keep_freed_memory()
+    fast.keep_freed_memory(obs.device)  # speed only: see agents/fast.py
     finished = torch.zeros((), device=obs.device)
     final_wealth = torch.zeros((), device=obs.device)
-    # on the CPU only the finished episodes' rows go through the critic (a few per step); elsewhere
-    # every row does, as static shapes let a rollout be captured as one CUDA graph (`GraphedRollout`)
-    sparse = obs.device.type == "cpu"
     for t in range(rollout.obs.shape[0]):
         action, log_prob, _, value = agent(obs)
         next_obs, reward, terminated, truncated, info = env.step(agent.env_action(action))
@@ -368,13 +303,8 @@ def collect_rollout(env, agent: ActorCritic, rollout: Rollout, obs: torch.Tensor
         rollout.values[t] = value
         rollout.rewards[t] = reward
         rollout.dones[t] = done
-        if not sparse:
-            rollout.next_values[t] = agent.value(info["final_obs"]) * (~terminated)
-        else:
-            bootstrapped = truncated.nonzero().squeeze(-1)
-            rollout.next_values[t] = 0.0
-            if len(bootstrapped):
-                rollout.next_values[t, bootstrapped] = agent.value(info["final_obs"][bootstrapped])
+        # V(final obs) where the episode was truncated, 0 where it terminated: value(final_obs) * ~terminated
+        rollout.next_values[t] = fast.bootstrap_values(agent, info["final_obs"], terminated, truncated)
         finished += done.sum()
         final_wealth += (info["wealth"] * done).sum()
         obs = next_obs
@@ -433,8 +363,7 @@ def update(agent: ActorCritic, optimizer: torch.optim.Optimizer, rollout: Rollou
     on the global value by every rank alike.
     """
     policy_loss = policy_loss_for(config) if policy_loss is None else policy_loss
-    if rollout.obs.device.type == "cpu":
-        keep_freed_memory()
+    fast.keep_freed_memory(rollout.obs.device)  # speed only: see agents/fast.py
     advantages, returns = compute_gae(rollout.rewards, rollout.values, rollout.next_values, rollout.dones,
                                       config.gamma, config.gae_lambda)
     flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731

@@ -15,18 +15,20 @@ from typing import Iterable, Mapping, Sequence
 
 import pandas as pd
 
+from ..errors import InputError
 from ..metrics import TIE_MARGIN, stored_verdict, verdict_reason
 from . import folded
 from .folded import MethodNote
 from .report import code_spans, peer_summary, provenance, rollout_share_table
-from .scale import (SCALE_RECORD, SPEED_TIE_MARGIN, TrainerModel, fit_cost_model, measured_points,
+from .scale import (SCALE_RECORD, SPEED_TIE_MARGIN, TrainerModel, clamped_terms, fit_cost_model, measured_points,
                     peer_comparisons, phase_table, plot_projection, project)
 from .teaching import listed, reader_command
 
 #: The records chapter 8 reads, with the section that reads each (the full-size report is found by
 #: its pattern, ``*report.json``, as the chapter finds it).
 CHAPTER_RECORDS = {"bench_env.jsonl": "8.2 env throughput", "bench_train.jsonl": "8.3 training loop",
-                   SCALE_RECORD: "8.3-8.4 loop cost, scale-out", "anchors_elegantrl_h200.jsonl": "8.5 GPU",
+                   SCALE_RECORD: "8.3-8.4 loop cost, scale-out", "bench_loop_repeat.jsonl": "8.3 repeat noise",
+                   "anchors_elegantrl_h200.jsonl": "8.5 GPU",
                    "*report.json": "8.7 full-size run", "bench_peers.jsonl": "8.8 peers"}
 
 #: How the results tables of 8.6 and 8.7 print their columns.
@@ -308,6 +310,36 @@ def loop_note(train: pd.DataFrame, loop: pd.DataFrame, scale_records: Sequence[d
     return how_measured(items)
 
 
+REPEAT_RECORD = "bench_loop_repeat.jsonl"
+"""The same PPO loop (64 envs, 15 stocks) run back to back by ``bench train`` and ``bench scale``
+(vec layout), interleaved: how far repeats of one configuration spread within one record."""
+
+
+def platforms(records: Iterable[dict]) -> list[str]:
+    """The raw ``platform`` strings of ``records`` (top level, or in ``machine``), kernel build included."""
+    return sorted({str(r.get("platform") or (r.get("machine") or {}).get("platform", "")) for r in records} - {""})
+
+
+def repeat_reading(repeat_records: Sequence[dict], margin: float = SPEED_TIE_MARGIN) -> dict:
+    """`REPEAT_RECORD` read: the runs of each bench (``{"train": [...], "scale": [...]}``, samples/s in
+    record order), each bench's median, the median of all runs, the lowest and highest run as a share of
+    that median (``low``/``high``, e.g. ``-0.02``/``+0.07``), how many runs lie outside ±``margin`` of it,
+    the configuration (envs, stocks) and the record's date(s) and platform(s)."""
+    rows = [r for r in repeat_records if "samples_per_s" in r]
+    if not rows:
+        raise InputError("the repeat record holds no samples_per_s rows: run `python -m finrl_tutorial bench "
+                         "train --num-envs 64 --stocks 15` and `bench scale --layouts vec` in turn")
+    runs = {bench: [float(r["samples_per_s"]) for r in rows if r["bench"] == bench]
+            for bench in sorted({r["bench"] for r in rows})}
+    every = [float(r["samples_per_s"]) for r in rows]
+    median = float(pd.Series(every).median())
+    return {"runs": runs, "medians": {bench: float(pd.Series(v).median()) for bench, v in runs.items()},
+            "median": median, "low": min(every) / median - 1, "high": max(every) / median - 1,
+            "outside": sum(abs(v / median - 1) > margin for v in every), "count": len(every),
+            "num_envs": sorted({int(r["num_envs"]) for r in rows}), "stocks": sorted({int(r["stocks"]) for r in rows}),
+            "date": _date(rows), "platforms": platforms(rows)}
+
+
 def loop_vs_trainer(scale_records: Sequence[dict], num_envs: int = 64) -> dict:
     """The two measurements of PPO's loop at ``num_envs`` envs in one ``bench scale`` record: the ``vec``
     row (8.3: one run of `measure_loop`, which times the rollout and the update phases only) and the
@@ -435,11 +467,19 @@ def plot_cost_models(models: dict, scale: pd.DataFrame, ax, trainer: TrainerMode
                     max_processes=PROJECTED_UP_TO)
 
 
-PROJECTION_FORMATS = {"serial fraction": "{:.0%}", "overhead per added process (s)": "{:+.2f}",
+PROJECTION_FORMATS = {"serial fraction": "{:.0%}", "overhead per added process (s)": "{:+.3f}",
                       "overhead, share of one process": "{:+.0%}",
                       f"projected at {PROJECTED_UP_TO}: × the fastest in-process trainer": "{:.2f}×",
                       f"projected at {PROJECTED_UP_TO}: × one in-process trainer with as many envs": "{:.2f}×"}
 """How `projection_table`'s columns print (at its default of `PROJECTED_UP_TO` processes)."""
+
+
+def clamped_overheads(models: dict) -> dict:
+    """``{model name: fitted overhead (s)}`` for each cost model whose fitted overhead per added process
+    is negative, which the projection takes as 0 (`CostModel.projectable`, `clamped_terms`); ``{}`` where
+    none is."""
+    return {name: terms["overhead"] for name, terms in ((name, clamped_terms(model)) for name, model in models.items())
+            if "overhead" in terms}
 
 
 def projection_table(models: dict, scale: pd.DataFrame, processes: int = PROJECTED_UP_TO,

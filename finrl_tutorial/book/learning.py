@@ -81,7 +81,7 @@ def planted_edge_table(env_steps: int, captured: float, versus: Mapping) -> pd.D
     """The planted edge of 1.9 as one row: the env-steps trained, the share of the signal rule's
     excess return the agent earned on the test split, and its Sharpe difference against buy-and-hold
     (``sharpe_difference_ci``) with the interval and the verdict (strings, as a reader reads them)."""
-    return pd.DataFrame([{"env-steps": f"{int(env_steps):,}", "signal rule's excess captured": f"{captured:.0%}",
+    return pd.DataFrame([{"env-steps": f"{int(env_steps):,}", "signal-rule capture": f"{captured:.0%}",
                           "Sharpe − buy-and-hold's [95 %]":
                               f"{versus['difference']:+.2f} [{versus['low']:+.2f}, {versus['high']:+.2f}]",
                           "verdict": versus["verdict"]}], index=["this run"])
@@ -95,8 +95,8 @@ def planted_summary(learn: Mapping, budget: int, learners: Sequence[str] = ("ppo
             if r["select"] == "best" and r["learner"] in learners and r["env_steps"] == r["run_steps"] == budget]
     return pd.DataFrame(
         {"family": r["family"], "ic": r["ic"], "learner": r["learner"], "markets (seeds)": r["seeds"],
-         "captured (pooled)": r["capture_pooled"], "no capture": sum(v is None for v in r["captures"]),
-         "captured (mean)": r["capture_mean"], "± std": r["capture_std"],
+         "signal-rule capture (pooled)": r["capture_pooled"], "no capture": sum(v is None for v in r["captures"]),
+         "signal-rule capture (mean)": r["capture_mean"], "± std": r["capture_std"],
          "agent excess": r["test_excess_mean"], "signal rule excess": r["oracle_excess_mean"]}
         for r in rows)
 
@@ -430,13 +430,19 @@ def realistic_method(realistic: Mapping, provenance: pd.DataFrame) -> MethodNote
     table, the record's own note and the commands that make one cell and the full grid again.
     Returns a :class:`MethodNote`."""
     arguments = realistic["runs"][0]["arguments"]
+    held = sorted({(case["ic"], case["stocks"]) for case in realistic["cases"]}, key=lambda c: (c[1], -c[0]))
+    held_text = ", ".join(f"IC {ic:g} × {stocks} stocks" for ic, stocks in held)
+    commands = "; ".join(f"`{command}`" for command in realistic["note"]["commands"])
     return how_measured(
         f"PPO with the package defaults on factor markets of {arguments['days']:,} days, market seed = learner seed; "
         f"each run on {arguments['threads']} torch thread of a {realistic['machine']['cpu_count']}-core CPU beside "
         "other processes, so the wall times and the training minutes of the tables are that load's.",
+        f"The record holds {len(held)} cells: {held_text}, five markets each (the table below: one row per cell "
+        f"and run length). These commands made them: {commands}.",
         "The record's own note: " + realistic["note"]["what_ran"],
         "To make one cell again: " + teaching.reader_command(realistic["note"]["commands"][0], "runs/learn_ic005_s30"),
-        "The full grid: " + teaching.reader_command(realistic["note"]["full_grid_command"], "runs/bench_learn_grid"),
+        f"The record's command line for the full grid names more cells; the record holds only the {len(held)} above: "
+        + teaching.reader_command(realistic["note"]["full_grid_command"], "runs/bench_learn_grid"),
         tables=[provenance])
 
 
@@ -569,13 +575,13 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
 
     return _measured_box(
         this_run={
-            f"planted edge (IC 0.10, one market), {syn_steps:,} env-steps: signal rule's excess captured":
+            f"planted edge (IC 0.10, one market), {syn_steps:,} env-steps: signal-rule capture":
                 f"{captured:.0%}; Sharpe vs buy-and-hold {interval(syn_versus)}: {syn_versus['verdict']}",
             "equal-weight buy-and-hold, 1.8's test split, full costs, detected dividends only": f"{split_hold:+.1%}",
         },
         committed={
             "planted edges, PPO and A2C (bench_learn.json)":
-                f"captured {planted['captured (pooled)'].min():.2f} .. {planted['captured (pooled)'].max():.2f}; "
+                f"signal-rule capture (pooled) {planted['signal-rule capture (pooled)'].min():.2f} .. {planted['signal-rule capture (pooled)'].max():.2f}; "
                 f"PPO minus A2C in test excess on common markets {ppo_vs_a2c['mean']:+.1%} [{ppo_vs_a2c['low']:+.1%}, "
                 f"{ppo_vs_a2c['high']:+.1%}] ({ppo_vs_a2c['n']} markets"
                 + (f", Wilcoxon p = {ppo_vs_a2c['p (Wilcoxon)']:.2f}" if "p (Wilcoxon)" in ppo_vs_a2c else "") + ")",
@@ -590,7 +596,7 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
                 + (f"; pooled, {seeds_below[0]} of {seeds_below[1]} seeds below buy-and-hold" if seeds_below else ""),
             **({"walk-forward, seeds and days resampled (from the record's daily curves)": ", ".join(
                 f"{year} {_interval_verdict(ci, margin)}" for year, ci in two_level.items())} if two_level else {}),
-            "realistic strength, informed oracle captured, pooled, no interval (bench_learn_realistic.json)": "; ".join(
+            "realistic strength, informed-oracle capture, pooled, no interval (bench_learn_realistic.json)": "; ".join(
                 f"IC {ic:g} × {stocks}: {row['informed oracle captured (pooled)']:.2f}, the agent ahead of the oracle "
                 f"on {ahead(ic, stocks)} of {row['markets']} markets" for (ic, stocks, _), row in cells.iterrows()),
         },
@@ -1104,7 +1110,7 @@ def factor_box(mine, facts: Mapping, result, bt, live: Mapping, dividend_gap: fl
         this_run={
             "file": f"{len(mine.full.tickers)} stocks, {facts['trading_days']} trading days, "
                     f"features {', '.join(facts['features'])}",
-            "training on the file": f"{result.env_steps:,} env-steps in {result.wall_seconds:.1f} s, "
+            "training on the file": f"{result.env_steps:,} env-steps in {result.wall_seconds:.1f} s (one run, this machine), "
                                     f"test Sharpe {bt.table().loc['agent', 'sharpe_ratio']:.2f}",
             "live with/without": f"{len(live['runs'])} runs of {live['total_steps']:,} env-steps",
             "dividends missing from the file (2 % yield)": f"{dividend_gap:+.1%} of buy-and-hold's test return",

@@ -309,6 +309,28 @@ class CostModel:
         return dataclasses.replace(self, overhead=max(0.0, self.overhead))
 
 
+def clamped_terms(model: CostModel) -> dict[str, float]:
+    """The terms of ``model`` that a projection (`CostModel.projectable`, so `project` and
+    `plot_projection`) does not use as fitted, each with its fitted value in seconds per iteration:
+    ``{"overhead": -0.0055}`` when the fitted overhead is negative (the projection uses 0), ``{}``
+    when every term is used as fitted."""
+    projected = model.projectable()
+    return {field.name: float(getattr(model, field.name)) for field in dataclasses.fields(CostModel)
+            if getattr(model, field.name) != getattr(projected, field.name)}
+
+
+def clamp_sentence(model: CostModel, unit: str = "process") -> str:
+    """`clamped_terms` in one sentence for the page, ``""`` when nothing is clamped: ``"The fit
+    gives −5.5 ms per added worker, within noise of 0; the projection uses 0."`` (``unit``: the
+    process's name, ``"worker"`` or ``"rank"``). "Within noise" is the caller's claim to check
+    against its record's noise floor."""
+    clamped = clamped_terms(model)
+    if "overhead" not in clamped:
+        return ""
+    return (f"The fit gives {1000 * clamped['overhead']:.1f} ms per added {unit}".replace("-", "\u2212")
+            + ", within noise of 0; the projection uses 0.")
+
+
 def _phase_seconds(record: dict) -> tuple[float, float, float]:
     """(rollout incl. transfer, update, all-reduce + waiting) of a record's phases."""
     phases = record["phases"]
@@ -423,7 +445,8 @@ def _baseline_rate(baseline, samples: float) -> float:
 def project(model: CostModel, processes: Iterable[int] = (1, 2, 4, 8, 16),
             baseline: "float | TrainerModel | None" = None) -> pd.DataFrame:
     """The model's samples/s at each process count (a projection beyond the measured points; a
-    negative fitted overhead counts as 0, `CostModel.projectable`), and, with ``baseline``, the
+    negative fitted overhead counts as 0, `CostModel.projectable`; `clamped_terms` names what that
+    changed), and, with ``baseline``, the
     speed-up against it: a fixed rate (samples/s), or a `TrainerModel`, read at the samples per
     iteration of the ``P`` processes (like with like: one process holding all their envs), its
     rate in ``baseline samples / s``."""
@@ -449,8 +472,9 @@ def plot_projection(models: dict[str, CostModel], baseline: "float | TrainerMode
     beyond, in a shaded band marked *projection*; a model named in ``hypothetical`` (a what-if, not
     fitted to this machine) is dotted everywhere and read against its own single process.
     ``measured`` adds each label's measured points ``{P: (median, low, high)}`` (speed-ups) with
-    whiskers, and the line of perfect scaling. The legend sits below the axes. A two-point fit is
-    least strained close to its points: chapters 4 and 5 draw it to 8 (``max_processes=8``)."""
+    whiskers, and the line of perfect scaling. Each curve is the model's `CostModel.projectable`
+    form: a negative fitted overhead is drawn as 0 (`clamped_terms` says which models that
+    changes). The legend sits below the axes. A two-point fit is least strained close to its points: chapters 4 and 5 draw it to 8 (``max_processes=8``)."""
     counts = list(range(1, max_processes + 1))
     ax.axvspan(measured_up_to + 0.5, max_processes + 0.5, color="tab:orange", alpha=0.08)
     ax.text(measured_up_to + 0.7, 0.97, "projection (cost model)", transform=ax.get_xaxis_transform(),

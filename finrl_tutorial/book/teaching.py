@@ -18,7 +18,7 @@ import torch
 
 __all__ = ["t_interval", "holm", "chance_of_no_overlap", "paired_captures", "sweep_comparisons",
            "parameter_distance", "portfolio_distance", "walkforward_table", "walkforward_checkpoints",
-           "walkforward_verdicts", "realistic_learning_table", "budget_table", "informed_oracle_table",  "overfitting_table", "pbo_example", "reader_command", "paired_by_family",
+           "walkforward_verdicts", "realistic_learning_table", "budget_table", "informed_oracle_table",  "overfitting_table", "pbo_example", "reader_command", "paired_by_family", "differences_by_family",
            "signal_rule_comparison", "capture_gaps", "capture_gaps_text",
            "undefined_captures"]
 
@@ -382,22 +382,31 @@ def reader_command(command: str, out: str | None = None,
 
 
 def paired_by_family(learn: Mapping, comparisons: Mapping[str, tuple[tuple, tuple]], level: float = 0.05) -> pd.DataFrame:
-    """Learner against learner on the markets both ran, per signal family and over all families,
-    from a ``bench learn`` record: ``comparisons`` maps a name to the ``(a, b)`` pair of
-    `paired_captures`. Each row: the (family, market) pairs, the mean difference in capture (a − b)
-    with its 95 % t-interval, the one-sample t-test's p-value on the differences and its Holm
-    adjustment over **all** the rows of the table, the "all families" rows included (every row is a
-    verdict drawn, as in `signal_rule_comparison`). ``verdict`` is "first ahead" / "second ahead"
-    only where the Holm-adjusted p-value is below ``level``, else "inconclusive": a difference in
-    capture has no equivalence margin, so none is called a tie. An uncorrected interval that
-    excludes 0 is therefore not a verdict on its own."""
+    """Learner against learner on the markets both ran, in oracle capture: ``comparisons`` maps a
+    name to the ``(a, b)`` pair of `paired_captures`; the table is `differences_by_family` of those
+    pairs. A capture is a ratio (undefined where the signal rule made no excess, heavy-tailed where
+    that excess is small): chapter 3.7 tests excess returns instead (`differences_by_family` of
+    `finrl_tutorial.book.learning.paired_excess`)."""
+    return differences_by_family({name: paired_captures(learn, a, b) for name, (a, b) in comparisons.items()}, level)
+
+
+def differences_by_family(pairs: Mapping[str, pd.DataFrame], level: float = 0.05) -> pd.DataFrame:
+    """Paired differences per signal family and over all families: ``pairs`` maps a comparison's
+    name to a frame with columns ``family`` and ``difference`` (a − b), one row per market both
+    learners ran (`paired_captures`, or `finrl_tutorial.book.learning.paired_excess` for test excess
+    over buy-and-hold). Each row: the (family, market) pairs, the mean difference with its 95 %
+    t-interval, the one-sample t-test's p-value on the differences and its Holm adjustment over
+    **all** the rows of the table, the "all families" rows included (every row is a verdict drawn,
+    as in `signal_rule_comparison`). ``verdict`` is "first ahead" / "second ahead" only where the
+    Holm-adjusted p-value is below ``level``, else "inconclusive": no equivalence margin is stated,
+    so none is called a tie. An uncorrected interval that excludes 0 is therefore not a verdict on
+    its own."""
     from scipy import stats  # here, not at the top: `import finrl_tutorial` stays quick for the CLI
 
     rows = []
-    for name, (a, b) in comparisons.items():
-        pairs = paired_captures(learn, a, b)
-        groups = [(family, group["difference"]) for family, group in pairs.groupby("family", sort=True)]
-        groups.append(("all families", pairs["difference"]))
+    for name, frame in pairs.items():
+        groups = [(family, group["difference"]) for family, group in frame.groupby("family", sort=True)]
+        groups.append(("all families", frame["difference"]))
         for family, differences in groups:
             interval = t_interval(differences.tolist(), 0.95)
             p = float(stats.ttest_1samp(differences, 0.0).pvalue) if len(differences) > 1 and differences.std() > 0 \

@@ -196,10 +196,10 @@ class StepRecorder:
 
 
 def dense_next_values(recorder: StepRecorder, agent, rollout, last_obs: torch.Tensor) -> torch.Tensor:
-    """The next values of ``rollout`` as `collect_rollout`'s dense branch computes them: the critic on
-    every row's final observation times ``~terminated`` (0 after a ruin), then, where the episode goes
-    on, the next step's own value (after the last step, the value of ``last_obs``, the observation
-    the rollout returned). ``recorder`` is the `StepRecorder` the rollout was collected on (its last
+    """The next values of ``rollout`` by the plain formula (`agents.fast.bootstrap_values` off the
+    CPU): the critic on every row's final observation times ``~terminated`` (0 after a ruin), then,
+    where the episode goes on, the next step's own value (after the last step, the value of
+    ``last_obs``, the observation the rollout returned). ``recorder`` is the `StepRecorder` the rollout was collected on (its last
     ``horizon`` steps are read)."""
     horizon = rollout.rewards.shape[0]
     with torch.no_grad():
@@ -372,20 +372,23 @@ def style_side_by_side(table: pd.DataFrame):
 
 
 def interval_table(versus: Mapping[str, Mapping]) -> pd.DataFrame:
-    """Paired comparisons as a table: ``versus`` maps a name to a `teaching.t_interval` result of
-    the differences; per row the pairs, the mean difference in capture and its uncorrected 95 %
-    interval, written with signs to two decimals."""
-    return pd.DataFrame({name: {"(family, market) pairs": v["n"], "mean difference in capture": f"{v['mean']:+.2f}",
-                                "95 % interval (uncorrected)": f"[{v['low']:+.2f}, {v['high']:+.2f}]"}
+    """Paired comparisons in test excess over buy-and-hold as a table: ``versus`` maps a name to a
+    `finrl_tutorial.book.learning.paired_test` result of the differences; per row the pairs, the
+    mean difference and its uncorrected 95 % t-interval (in %, with signs), the t-test's and
+    Wilcoxon's p-values and how many differences are positive."""
+    return pd.DataFrame({name: {"(family, market) pairs": v["n"], "mean difference in test excess": f"{v['mean']:+.1%}",
+                                "95 % interval (uncorrected)": f"[{v['low']:+.1%}, {v['high']:+.1%}]",
+                                "p (t)": f"{v['p (t)']:.2g}", "p (Wilcoxon)": f"{v['p (Wilcoxon)']:.2g}",
+                                "positive": f"{v['positive']} of {v['n']}"}
                          for name, v in versus.items()}).T
 
 
-def learn_method_note(learn: Mapping, comparisons: Mapping[str, tuple[tuple, tuple]]) -> MethodNote:
+def learn_method_note(learn: Mapping, comparisons: Mapping[str, tuple[tuple, tuple]] | None = None) -> MethodNote:
     """How section 3.7's record was measured, read from the ``bench learn`` record: its date, cores
     and threads; the time per run of our PPO and SB3's at SB3's env-steps (a wall time, not a speed
     ratio of the two loops); and, per comparison of ``comparisons`` (a name and the ``(a, b)`` pair
-    of `teaching.paired_captures`), the pairs both learners ran that are left out because a capture
-    is undefined there (`teaching.capture_gaps_text`)."""
+    of `teaching.paired_captures`; none by default), the pairs both learners ran that are left out
+    because a capture is undefined there (`teaching.capture_gaps_text`)."""
     from . import teaching
 
     machine, steps = learn["machine"], sb3_steps(learn)
@@ -399,7 +402,7 @@ def learn_method_note(learn: Mapping, comparisons: Mapping[str, tuple[tuple, tup
         "SB3 steps one env per call, ours 64 accounts per call, so this is not a speed ratio of the two PPO loops; "
         "chapter 8.8 compares those at the same accounts).",
     ]
-    for name, (a, b) in comparisons.items():
+    for name, (a, b) in (comparisons or {}).items():
         gaps = teaching.capture_gaps_text(teaching.capture_gaps(learn, a, b))
         paragraphs.append(f"{name}: {gaps or 'no pair both ran is left out'}.")
     return how_measured(*paragraphs)
@@ -412,7 +415,7 @@ def chapter_box(comparison: pd.DataFrame, budget: int, file_lines: pd.DataFrame,
     and clip fraction, the baseline's variance ratio and each estimator's z from 3.0
     (`estimator_table`), 3.6's validation Sharpe before and after the loop (``loop_sharpe``: its
     first row the untrained agent, its second the trained one, one column), and the committed
-    record's uncorrected paired intervals (``versus``). Its *Shows* calls the estimate "consistent
+    record's uncorrected paired intervals of test excess over buy-and-hold (``versus``). Its *Shows* calls the estimate "consistent
     with unbiased" only where every z lies within ±2 (a finite sample cannot show it unbiased), and
     its *Does not show* names what neither comparison isolates."""
     from . import measured_box
@@ -436,8 +439,8 @@ def chapter_box(comparison: pd.DataFrame, budget: int, file_lines: pd.DataFrame,
                 "the loop on 1.9's planted edge (3.6), validation Sharpe untrained → trained":
                     f"{loop_sharpe.iloc[0, 0]:.2f} → {loop_sharpe.iloc[1, 0]:.2f}"}),
         },
-        committed={f"{name} (bench_learn.json, uncorrected)": f"{v['mean']:+.2f} [{v['low']:+.2f}, {v['high']:+.2f}] "
-                                                               f"over the {v['n']} (family, market) pairs both ran"
+        committed={f"{name}, test excess (bench_learn.json, uncorrected)":
+                   f"{v['mean']:+.1%} [{v['low']:+.1%}, {v['high']:+.1%}] over the {v['n']} (family, market) pairs both ran"
                    for name, v in versus.items()},
         shows=f"that the policy-gradient estimate is {unbiased}, and that a baseline lowers its variance; what each "
               "piece of PPO computes (run on real tensors); and how our PPO and A2C, and our PPO and SB3's PPO at its "

@@ -366,7 +366,8 @@ def check_view(check: pd.DataFrame):
 def fit_table(model: scale.CostModel) -> pd.DataFrame:
     """The fitted terms of a workers `CostModel`, one row each with what it is and its value in
     words: the rollout r, the update u, the serial fraction s, the update's speed-up on two threads
-    t, and the overhead o of each added worker (also as a share of one worker's iteration)."""
+    t, and the overhead o of each added worker (also as a share of one worker's iteration; where it
+    is negative, that the projection uses 0: `scale.clamped_terms`)."""
     rows = {
         "r": ("one worker's rollout", f"{model.rollout:.2f} s per iteration"),
         "u": ("one worker's update", f"{model.update:.2f} s per iteration"),
@@ -375,7 +376,9 @@ def fit_table(model: scale.CostModel) -> pd.DataFrame:
         "t": ("the update's speed-up on two threads (two threads' rate ÷ one thread's)",
               f"{model.thread_speedup:.2f}"),
         "o": ("what each added worker costs", f"{model.overhead:+.3f} s per iteration "
-                                              f"({model.overhead_fraction:+.1%} of one worker's iteration)"),
+                                              f"({model.overhead_fraction:+.1%} of one worker's iteration)"
+                                              + ("; the projection uses 0" if "overhead" in scale.clamped_terms(model)
+                                                 else "")),
     }
     return pd.DataFrame.from_dict(rows, orient="index", columns=["what it is", "fitted on the record"]
                                   ).rename_axis("term")
