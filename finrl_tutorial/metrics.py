@@ -558,7 +558,7 @@ def expected_max_sharpe(trials: int, variance: float, mean: float = 0.0) -> floa
 
 
 def deflated_sharpe_ratio(selected_returns: Any, trial_sharpes: Sequence[float], *, trials: int | None = None,
-                          level: float = 0.95) -> dict[str, Any]:
+                          level: float = 0.95, null_sharpe: float = 0.0) -> dict[str, Any]:
     """The deflated Sharpe ratio of a selected strategy (Bailey & López de Prado 2014, eq. 2):
     its probabilistic Sharpe ratio against the Sharpe ratio the best of the trials would reach
     by luck alone, ``SR0 = expected_max_sharpe(N, Var[trial Sharpes])``, with the selected
@@ -569,7 +569,10 @@ def deflated_sharpe_ratio(selected_returns: Any, trial_sharpes: Sequence[float],
     the annualised Sharpe ratio of every trial the choice was made among, the chosen one
     included, on the same period (their variance is the paper's V[SR_n]). ``trials``: the
     number of independent trials N when it is smaller than ``len(trial_sharpes)`` (correlated
-    trials count less; default: every trial counts). Returns ``deflated_sharpe`` (a probability),
+    trials count less; default: every trial counts). ``null_sharpe``: the Sharpe ratio unskilled
+    trials centre on (the paper's null, 0, is no skill at all; a benchmark's Sharpe ratio, e.g.
+    buy-and-hold's on the same period, is no skill over that benchmark): SR0 is shifted by it.
+    Returns ``deflated_sharpe`` (a probability),
     ``significant`` (it is at least ``level``), ``p_value`` (1 − DSR), the ``sharpe``,
     ``expected_max_sharpe`` (SR0), ``trials``, ``sharpe_variance``, ``days``, ``skewness``,
     ``kurtosis`` and the undeflated ``probabilistic_sharpe`` (against 0)."""
@@ -583,7 +586,9 @@ def deflated_sharpe_ratio(selected_returns: Any, trial_sharpes: Sequence[float],
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
     variance = float(sharpes.var(ddof=1)) if len(sharpes) > 1 else 0.0
-    threshold = expected_max_sharpe(n, variance)
+    if not math.isfinite(null_sharpe):
+        raise ValueError(f"null_sharpe must be finite, got {null_sharpe}")
+    threshold = expected_max_sharpe(n, variance, mean=float(null_sharpe))
     shape = {"skewness": moments["skewness"], "kurtosis": moments["kurtosis"]}
     dsr = probabilistic_sharpe_ratio(moments["sharpe"], moments["days"], threshold, **shape)
     return {"deflated_sharpe": dsr, "significant": dsr >= level, "level": level, "p_value": 1.0 - dsr,

@@ -167,6 +167,8 @@ def test_fast_code_computes_what_its_plain_code_computes():
     for a, b in zip(nets[0].parameters(), nets[1].parameters()):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
     assert fast.keep_freed_memory("meta") == fast.keep_freed_memory("meta")  # no device but the CPU's is touched
+    # the rollout (bootstrap_values) and the optimizer (adam) have tried it on the CPU, once per process
+    assert fast._freed_memory_kept is not None and fast.keep_freed_memory() == fast._freed_memory_kept
 
 
 def test_mean_and_value_equal_mean_and_value_apart():

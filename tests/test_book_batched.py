@@ -187,7 +187,7 @@ def test_the_committed_comparisons_are_the_rows_of_speedups(committed):
 
 def test_the_committed_record_holds_one_ratio_for_each_comparison(committed):
     assert committed["two processes"]["verdict"] == committed["loaded"]["verdict"] == "one ratio"
-    assert batched.committed_answer(committed) == "inconclusive"
+    assert batched.committed_answer(committed) == "one ratio, no verdict"
 
 
 def _record(layout, processes, num_envs, rate, runs=None, **extra):
@@ -256,7 +256,7 @@ def test_the_answer_holds_the_measured_ratios_the_verdict_and_the_projection(com
     result = batched.answer(rate, rounds, committed, per_call)
     assert result["paid"] == []  # inconclusive here, and neither committed ratio above 1
     assert result["same"] == pytest.approx(rate["vec"][2] / 800.0) and result["accounts"] == 2
-    assert result["rounds"]["verdict"] == "inconclusive" and result["committed answer"] == "inconclusive"
+    assert result["rounds"]["verdict"] == "inconclusive" and result["committed answer"] == "one ratio, no verdict"
     projected = (CALL + 2048 * ACCOUNT) / (CALL + 1024 * ACCOUNT)
     assert result["projected"] == pytest.approx(projected) and 1 < projected < 2
 
@@ -286,6 +286,8 @@ def test_the_box_names_the_baseline_of_every_ratio_and_its_record(committed, gpu
     two = next(name for name in box["committed"] if name.endswith("2 accounts: batched env ÷ subprocess VecEnv"))
     assert box["committed"][two] == f"{committed['two accounts']['speed-up']:.1f}× (one ratio, no rounds)"
     assert committed["two accounts"]["repeats"] == 1  # the record holds no rounds of the same-accounts comparison
+    quiet_two = next(name for name in box["committed"] if name.endswith("(1 thread)"))
+    assert box["committed"][quiet_two].endswith("× (one ratio, no verdict)")  # one ratio: no verdict of rounds
     projection = "projection, not a measurement (6.1's model, a free core each): 2 processes × 1,024 ÷ 1 process × 2,048"
     low, high = 0.8e5 / 1e5 / result["projected"], 1.2e5 / 1e5 / result["projected"]
     assert box["this_run"][projection] == (f"{result['projected']:.2f}×; the rounds measured {low:.2f}–{high:.2f} of it: "
@@ -328,7 +330,7 @@ def test_fast_or_loaded_rounds_leave_the_answer_to_the_committed_record(committe
         rounds["load average"] = load
         result = batched.answer(rate, rounds, committed, per_call, fast=fast)
         assert not result["live"] and why in result["why not"] and result["paid"] == []
-        assert result["committed answer"] == "inconclusive"  # the quiet record holds one ratio
+        assert result["committed answer"] == "one ratio, no verdict"  # the quiet record holds one ratio
         assert batched.box_contents(result, gpu)["this_run"][
             "2 processes × 1,024 ÷ faster 1 process × 2,048 (1 or 2 threads)"] == \
             f"rounds 0.50–0.70×: slower; these rounds {result['why not']}"

@@ -110,6 +110,32 @@ def test_sb3_is_paired_with_our_ppo_on_the_very_market_its_case_records(learn):
     assert learning.paired_excess(learn, "ppo", "sb3_ppo", steps + 1, "last").empty
 
 
+def test_the_chosen_checkpoint_table_agrees_with_the_count(walkforward):
+    """Each cell is the run's best validation; the first-validation cells are the count 1.10 states."""
+    table = learning.walkforward_chosen_table(walkforward)
+    chosen = teaching.walkforward_checkpoints(walkforward)
+    assert table.size == chosen["runs"] == len(walkforward["runs"])
+    first = f"{chosen['first_validation_env_steps']:,} (1st of "
+    assert int(table.map(lambda cell: cell.startswith(first)).sum().sum()) == chosen["at_first_validation"]
+    for (year, seed), steps in chosen["chosen"].items():
+        assert table.loc[f"test {year}", f"seed {seed}"].startswith(f"{steps:,} (")
+
+
+def test_the_deflation_against_buy_and_hold_shifts_only_the_null(sweep):
+    """Under the null 0 the table gives the record's own DSR; under buy-and-hold's, SR0 moves by
+    buy-and-hold's Sharpe exactly, and the DSR moves the other way."""
+    table = learning.deflation_against_hold(sweep)
+    assert len(table) == len(sweep["overfitting"])
+    for entry, (_, row) in zip(sweep["overfitting"], table.iterrows()):
+        hold = entry["buy_and_hold_valid_sharpe"]
+        assert row["null 0: DSR"] == pytest.approx(entry["deflated"]["deflated_sharpe"])
+        assert row["null 0: SR0"] == pytest.approx(entry["deflated"]["expected_max_sharpe"])
+        assert row["chosen valid Sharpe"] == pytest.approx(entry["selected"]["valid_sharpe"])
+        assert row["null buy-and-hold: SR0"] == pytest.approx(row["null 0: SR0"] + hold)
+        assert (row["null buy-and-hold: DSR"] > row["null 0: DSR"]) == (hold < 0)
+        assert row["null buy-and-hold: DSR, one trial per run"] >= row["null buy-and-hold: DSR"]
+
+
 def test_the_deflated_sharpe_within_one_budget_reads_the_final_checkpoints(sweep):
     table = learning.fixed_budget_deflation(sweep)
     assert len(table) == len(sweep["overfitting"])
@@ -305,7 +331,7 @@ def test_the_realistic_provenance_counts_the_markets(realistic):
     assert "beside other processes" in str(method) and "<table" in method._repr_markdown_()
     # the note says which cells the record holds, apart from the full grid its command line names
     cells = {(case["ic"], case["stocks"]) for case in realistic["cases"]}
-    assert f"The record holds {len(cells)} cells" in str(method) and "names more cells" in str(method)
+    assert f"The record holds {len(cells)} cells" in str(method) and f"of which the record holds these {len(cells)} cells" in str(method)
     assert all(f"IC {ic:g} × {stocks} stocks" in str(method) for ic, stocks in cells)
 
 
@@ -335,10 +361,10 @@ def test_the_update_cost_table_reads_the_ratios_and_the_timing_noise():
     assert table["beyond the timing noise"].to_dict() == {"batch_size=256": "no", "repeat_times=16": "yes",
                                                           "batch_size=4096": "no", "repeat_times=2": "yes",
                                                           "horizon_len=128": "no"}
-    quiet_base = pd.Series({"rollout": 1.0, "update": 3.0})
-    timing = learning.timing_table(reading, quiet_base, "quiet.json")
+    trainer_base = pd.Series({"rollout": 1.0, "update": 3.0})
+    timing = learning.timing_table(reading, trainer_base, "trainer.json")
     assert timing["this machine"].tolist() == ["50%", "1.50", "1.50 / 0.67"]
-    assert timing["quiet record (quiet.json)"].tolist() == ["75%", "not timed", "not timed"]
+    assert timing["trainer record (chapter 8.4)"].tolist() == ["75%", "not timed", "not timed"]
 
 
 def test_a_ratio_counts_as_beyond_the_noise_only_as_the_page_shows_both():
@@ -379,11 +405,12 @@ def test_the_sweep_effects_and_the_method_block_agree_with_the_sweep(sweep):
     stored = {r["seed"]: r["buy_and_hold_valid_sharpe"] for r in sweep["runs"]
               if r["market"] == "synthetic" and r["variant"] == "base"}
     same = str(learning.sweep_method(sweep, "bench_sweep.json", "runs/bench_sweep.json", live_synthetic_holds=stored))
-    assert "as today's package builds them" not in same
+    assert "today's package builds these markets" not in same
     moved = {**stored, 1: stored[1] + 0.2}
     note = str(learning.sweep_method(sweep, "bench_sweep.json", "runs/bench_sweep.json", live_synthetic_holds=moved))
     assert "On its synthetic market of seed 1, buy-and-hold's" in note
-    assert f"{stored[1]:.3f} (seed 1) in the record and {stored[1] + 0.2:.3f} as today's package builds them" in note
+    assert (f"{stored[1]:.3f} (seed 1) in the record, made with the package of {sweep['date'][:10]}; today's package "
+            f"builds these markets with {stored[1] + 0.2:.3f}.") in note
     both = {**stored, 1: stored[1] + 0.2, 2: stored[2] + 0.1}
     assert "On its synthetic markets of seeds 1 and 2," in str(
         learning.sweep_method(sweep, "bench_sweep.json", "runs/bench_sweep.json", live_synthetic_holds=both))
@@ -414,9 +441,9 @@ def test_the_cost_block_names_no_platform_string():
     from finrl_tutorial.book import scale
 
     quiet = read_records(scale.SCALE_RECORD)
-    quiet_base = learning.quiet_base_cost(quiet)
+    trainer_base = learning.trainer_base_cost(quiet)
     per_10k = pd.DataFrame({"rollout": [1.0], "update": [1.0]}, index=["base"])
-    method = str(learning.cost_method(0.5, 0.7, quiet, per_10k, quiet_base, 2, scale.SCALE_RECORD))
+    method = str(learning.cost_method(0.5, 0.7, quiet, per_10k, trainer_base, 2, scale.SCALE_RECORD))
     row = next(r for r in quiet if r["layout"] == "trainer" and r["num_envs"] == 64)
     assert platform.platform() not in method and row["platform"] not in method
     assert f"torch {row['torch']}" in method and "load average 0.5 before the rounds" in method

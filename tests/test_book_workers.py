@@ -279,3 +279,19 @@ def test_speed_family_holds_every_verdict_of_the_chapter_with_its_baseline(recor
     assert len(family) == 4 and workers.THREADS_COMPARISON in family.index
     assert all(name.endswith(f"÷ {baseline}") for name in family.index if name != workers.THREADS_COMPARISON)
     assert "×" in workers.family_view(family).to_html()
+
+
+def test_ratio_table_names_every_ratio_with_its_baseline(record, table, models):
+    model, baseline = models[2], table["baseline"].iloc[0]
+    fastest = float(table.loc[baseline, "median"])
+    trainer = scale.fit_trainer_model(record)
+    ratios = workers.ratio_table(model, fastest, baseline, trainer, envs_per_worker=64)
+    assert len(ratios) == 7 and list(ratios.columns) == ["samples/s of", "against", "ratio"]
+    bound = model.thread_speedup / model.serial_fraction
+    assert ratios.loc[0, "ratio"] == pytest.approx(bound) and ratios.loc[0, "against"] == "one worker"
+    assert ratios.loc[2, "ratio"] == pytest.approx(bound * model.samples_per_s(1) / fastest)
+    same_envs = scale.project(model, (4, 8), baseline=trainer)
+    assert list(ratios.loc[3:4, "ratio"]) == pytest.approx(list(same_envs["speed-up"]))
+    assert ratios.loc[4, "against"].startswith("in-process trainer (512 envs")
+    assert set(ratios.loc[5:6, "against"]) == {baseline}
+    assert "1.83×" in workers.ratio_view(ratios).to_html()

@@ -165,6 +165,23 @@ def test_deflated_sharpe_falls_as_trials_grow(sharpe, days, spread, fewer, skew,
     assert M.probabilistic_sharpe_ratio(sharpe + 0.5, days) >= M.probabilistic_sharpe_ratio(sharpe, days)
 
 
+def test_the_null_sharpe_shifts_the_bar_by_itself():
+    """A null of no skill over a benchmark (unskilled trials centre on its Sharpe) moves SR0 by the
+    benchmark's Sharpe; a benchmark below 0 lowers the bar and raises the DSR; 0 is the paper's null."""
+    trial = np.linspace(-1.0, 1.0, 50)
+    moments = {"sharpe": 0.4, "days": 250, "skewness": 0.0, "kurtosis": 3.0}
+    paper = M.deflated_sharpe_ratio(moments, trial)
+    assert M.deflated_sharpe_ratio(moments, trial, null_sharpe=0.0) == paper
+    below = M.deflated_sharpe_ratio(moments, trial, null_sharpe=-0.6)
+    assert below["expected_max_sharpe"] == pytest.approx(paper["expected_max_sharpe"] - 0.6)
+    assert below["deflated_sharpe"] > paper["deflated_sharpe"]
+    assert below["deflated_sharpe"] == pytest.approx(
+        M.probabilistic_sharpe_ratio(0.4, 250, M.expected_max_sharpe(50, float(np.var(trial, ddof=1)), mean=-0.6)))
+    assert M.deflated_sharpe_ratio(moments, trial, null_sharpe=0.6)["deflated_sharpe"] < paper["deflated_sharpe"]
+    with pytest.raises(ValueError):
+        M.deflated_sharpe_ratio(moments, trial, null_sharpe=float("nan"))
+
+
 def test_selection_overfitting_joins_both():
     rng = np.random.default_rng(8)
     returns = noise(rng, 240, 12)

@@ -79,8 +79,8 @@ class PPOConfig:
     reward differences, and so the gradient, large against the market's noise. (No committed record
     compares other values.)"""
     total_steps: int = 300_000
-    """Env steps to train for (all envs together): a few minutes on one CPU core at 15 stocks (chapter 1.7 prints
-    the measured time per seed), longer for larger universes (chapter 1.11)."""
+    """Env steps to train for (all envs together): under a minute on one CPU core at 15 stocks
+    (chapter 1.7 prints the time), longer for larger universes (chapter 1.11)."""
     seed: int = 0
     """Seeds torch, the env's start days and the minibatch order."""
     device: str = "cpu"
@@ -132,7 +132,7 @@ class PPOConfig:
 
 def mlp(sizes, out_gain: float) -> nn.Sequential:
     """Tanh MLP with orthogonal init (gain √2 inside, ``out_gain`` on the last layer). Its tanh is
-    `fast.InPlaceTanh`: ``nn.Tanh`` to within 4e-7, faster."""
+    `fast.InPlaceTanh`: ``nn.Tanh`` to within 4e-7, faster on some CPUs (chapter 3.2 times it)."""
     layers = []
     for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
         linear = nn.Linear(a, b)
@@ -170,10 +170,7 @@ class StockwiseEncoder(nn.Module):
         cash, stocks = self.blocks(obs)
         # each entry's cross-sectional z-score (as quants rank factors): a signal that only says
         # which stock beats which keeps unit scale even when a common move dominates its level
-        # (two passes, mean then mean square of the deviation: `std`'s Welford pass cost ten times as much)
-        deviation = stocks - stocks.mean(-2, keepdim=True)
-        spread = deviation.square().mean(-2, keepdim=True).sqrt()
-        relative = deviation / (spread + 1e-3)
+        relative = fast.cross_sectional_zscore(stocks)
         return torch.cat([stocks, relative, cash.unsqueeze(-2).expand(*stocks.shape[:-1], 1)], -1)
 
     def forward(self, obs: torch.Tensor, inputs: torch.Tensor | None = None) -> torch.Tensor:
@@ -290,7 +287,6 @@ def collect_rollout(env, agent: ActorCritic, rollout: Rollout, obs: torch.Tensor
     observations. Returns the observation to continue from. Episode statistics stay on the device
     (no sync).
     """
-    fast.keep_freed_memory(obs.device)  # speed only: see agents/fast.py
     finished = torch.zeros((), device=obs.device)
     final_wealth = torch.zeros((), device=obs.device)
     for t in range(rollout.obs.shape[0]):
@@ -363,7 +359,6 @@ def update(agent: ActorCritic, optimizer: torch.optim.Optimizer, rollout: Rollou
     on the global value by every rank alike.
     """
     policy_loss = policy_loss_for(config) if policy_loss is None else policy_loss
-    fast.keep_freed_memory(rollout.obs.device)  # speed only: see agents/fast.py
     advantages, returns = compute_gae(rollout.rewards, rollout.values, rollout.next_values, rollout.dones,
                                       config.gamma, config.gae_lambda)
     flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731

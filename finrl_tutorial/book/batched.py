@@ -406,9 +406,10 @@ The record `{GPU_RECORD}` was measured on {meta['device']}, on {meta['date']}, w
 
 def committed_answer(committed: dict) -> str:
     """What the quiet committed record (`committed_reading`) answers on a second batched process: its
-    verdict from rounds, or ``"inconclusive"`` where it holds one ratio against a single run."""
+    verdict from rounds, or ``"one ratio, no verdict"`` where it holds one ratio against a single run
+    (inconclusive is a verdict of rounds, so one ratio is not called so)."""
     verdict = committed["two processes"]["verdict"]
-    return "inconclusive" if verdict == "one ratio" else verdict
+    return "one ratio, no verdict" if verdict == "one ratio" else verdict
 
 
 def answer(rate: pd.Series, rounds: pd.DataFrame, committed: dict, per_call: dict, fast: bool = False) -> dict:
@@ -481,7 +482,7 @@ def box_contents(result: dict, gpu: dict) -> dict:
             f"{SCALE_RECORD} ({c['date']}), 2 accounts: batched env ÷ subprocess VecEnv":
                 f"{c['two accounts']['speed-up']:.1f}× (one ratio, no rounds)",
             f"{SCALE_RECORD}, 2 processes × {c['per process']:,} ÷ 1 process × {c['accounts']:,} (1 thread)":
-                f"{c['two processes']['speed-up']:.2f}× (one ratio, no verdict: inconclusive)"
+                f"{c['two processes']['speed-up']:.2f}× (one ratio, no verdict)"
                 if c["two processes"]["verdict"] == "one ratio" else
                 f"{c['two processes']['speed-up']:.2f}× ({c['two processes']['verdict']})",
             f"{SCALE_RECORD}, projection (its own fit, not a measurement): 2 processes × {c['per process']:,} ÷ "

@@ -20,8 +20,8 @@ from ..metrics import TIE_MARGIN, stored_verdict, verdict_reason
 from . import folded
 from .folded import MethodNote
 from .report import code_spans, peer_summary, provenance, rollout_share_table
-from .scale import (SCALE_RECORD, SPEED_TIE_MARGIN, TrainerModel, clamped_terms, fit_cost_model, measured_points,
-                    peer_comparisons, phase_table, plot_projection, project)
+from .scale import (SCALE_RECORD, SPEED_TIE_MARGIN, TrainerModel, clamped_terms, fit_cost_model, holm_speed_tests,
+                    measured_points, peer_comparisons, phase_table, plot_projection, project, round_ratios)
 from .teaching import listed, reader_command
 
 #: The records chapter 8 reads, with the section that reads each (the full-size report is found by
@@ -292,8 +292,8 @@ def loop_note(train: pd.DataFrame, loop: pd.DataFrame, scale_records: Sequence[d
                          f"the left-out rows below ({pairs_date}) time, so they show the loop's shape; the loop of "
                          f"today's network is timed in `{SCALE_RECORD}`.")
         elif loop_rows_current(train, loop):
-            items.append(f"These rows ran on {rows_date}, with the stockwise network as changed on {pairs_date}, the "
-                         "change that the left-out rows below time before and after.")
+            items.append(f"These rows ran on {rows_date} with the stockwise network of today's code, the same as "
+                         f"the second run of each left-out pair below ({pairs_date}).")
         pair_loads = _loads(left_out)
         items.append(f"Left out: {len(left_out)} rows at {listed([str(n) for n in sorted(set(left_out['stocks']))])} "
                      "stocks, each command run twice back to back, once before and once after a change to the code "
@@ -399,12 +399,23 @@ def scale_title(scale: pd.DataFrame, scale_records: Sequence[dict]) -> str:
 SHORT_VERDICTS = {"faster": "faster in every round", "slower": "slower in every round"}
 
 
+def scale_family(scale: pd.DataFrame, scale_records: Iterable[dict]) -> pd.DataFrame:
+    """Every verdict of 8.4's table tested together (`holm_speed_tests`, as chapters 4 and 5 test theirs):
+    each configuration of ``scale`` but the baseline, against the baseline, round by round."""
+    records = list(scale_records)
+    base = scale["baseline"].iloc[0]
+    return holm_speed_tests({label: round_ratios(records, label) for label in scale.index if label != base})
+
+
 def scale_table(scale: pd.DataFrame, scale_records: Iterable[dict]) -> pd.DataFrame:
     """8.4's table: for every configuration of ``scale`` (`speedups`), its samples/s, its speed-up against
     the table's baseline (the fastest in-process trainer), the range of the round-by-round ratios, the
-    verdict (`speed_verdict`: a tie only inside the tie margin) and its optimiser steps × minibatch."""
+    verdict of the rounds (`speed_verdict`: a tie only inside the tie margin), the p-value of that
+    comparison after Holm's correction over all of the table's comparisons (`scale_family`; NaN for the
+    baseline) and its optimiser steps × minibatch."""
     records = list(scale_records)
     base = scale["baseline"].iloc[0]
+    holm_p = scale_family(scale, records)["p (Holm)"]
     rows = {}
     for label, row in scale.iterrows():
         steps, size = optimiser_steps(scale, records, label)
@@ -412,6 +423,7 @@ def scale_table(scale: pd.DataFrame, scale_records: Iterable[dict]) -> pd.DataFr
                        "rounds": "" if label == base else f"{row['rounds min']:.2f}–{row['rounds max']:.2f}×",
                        "verdict": "the baseline" if label == base
                        else SHORT_VERDICTS.get(row["verdict"], row["verdict"]),
+                       "p (Holm)": float(holm_p[label]) if label != base else math.nan,
                        "optimiser steps × minibatch": f"{steps} × {size:,}"}
     return pd.DataFrame.from_dict(rows, orient="index")
 
@@ -566,7 +578,8 @@ def gpu_note(anchors: Sequence[dict]) -> MethodNote:
     return how_measured([
         f"`anchors_elegantrl_h200.jsonl` ({cited['date']}, {cited['device']}): {code_spans(anchors[0]['meta']['what'])}.",
         f"Method (the record's first line): {code_spans(cited['method'])}.",
-        f"Source: {cited['source']}.",
+        f"Source: ElegantRL's measurement on one {cited['gpu']} ({cited['date']}, ElegantRL commit "
+        f"`{cited['commit']}`, the method above), kept as `{cited['source'].split()[0]}`.",
         "This package's own GPU record would come from `python -m finrl_tutorial bench gpu --out "
         "book/data/gpu_<name>.json` on a machine with a CUDA GPU; the figure draws every such record.",
     ])
@@ -696,20 +709,11 @@ def peers_note(peer_records: Sequence[dict], peers: pd.DataFrame) -> MethodNote:
     return how_measured(items)
 
 
-def peer_reading(row: pd.Series, margin: float = SPEED_TIE_MARGIN) -> str:
-    """The verdict as the chapter words it: a ``faster`` (or ``slower``) whose ratio of medians lies
-    within the tie margin of 1 is not called so."""
-    if row["verdict"] in ("faster", "slower") and abs(row["ratio of medians"] - 1) <= margin:
-        side = "above" if row["verdict"] == "faster" else "below"
-        return f"{side} 1 in every round, median within ±{100 * margin:g} %"
-    return row["verdict"]
-
-
 def peer_verdicts(peer_records: Iterable[dict], margin: float = SPEED_TIE_MARGIN) -> pd.DataFrame:
-    """`peer_comparisons` (every like-with-like ratio of a ``bench peers`` record, named "X ÷ baseline")
-    with a ``reading`` column: the verdict as the chapter words it (`peer_reading`)."""
-    comparisons = peer_comparisons(peer_records, margin)
-    return comparisons.assign(reading=comparisons.apply(peer_reading, axis=1, margin=margin))
+    """`peer_comparisons`: every like-with-like ratio of a ``bench peers`` record, named "X ÷ baseline",
+    with the book's one verdict rule (`speed_verdict`, glossary "Tie"): faster or slower when every
+    round's ratio lies on one side of 1, a tie when every round lies within ``margin`` of 1."""
+    return peer_comparisons(peer_records, margin)
 
 
 def plot_peers(peer_records: Sequence[dict], comparisons: pd.DataFrame, fig) -> None:

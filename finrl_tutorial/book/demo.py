@@ -413,7 +413,8 @@ def chapter_box(env_steps: int, table: pd.DataFrame, versus: Mapping, missing: p
     (``table``, a `BacktestResult.table`, after ``env_steps``) and interval ``versus``, buy-and-hold's
     return, the return the missing dividends would add (``missing``: 2 % and 3 % yield), how far the
     chosen checkpoint's portfolio is from the untrained one (``moved``); and the committed five-seed
-    ``report`` and the sweep's validation curves, each naming its record. ``fast`` (default: `FAST`)
+    ``report`` and the sweep's validation curves, each naming its record (where the sweep's buy-and-hold
+    validation Sharpe differs from ``page_hold_valid``, its row points to the folded block). ``fast`` (default: `FAST`)
     labels this run's rows as a small-budget run's, once, in the box."""
     from ..metrics import stored_verdict
     from . import measured_box
@@ -446,8 +447,8 @@ def chapter_box(env_steps: int, table: pd.DataFrame, versus: Mapping, missing: p
             f"{seeds} seeds below buy-and-hold",
         "sample, validation Sharpe (bench_sweep.json)":
             f"{curves['first validation'].mean():.2f} after one update, {curves['last validation'].mean():.2f} at "
-            f"the end (package of {sweep['machine']['date'][:10]}: buy-and-hold {sweep_hold:.2f} there, "
-            f"{page_hold_valid:.2f} on this page)",
+            "the end" + (" (its data differ a little from this page's: see How this was measured)"
+                         if f"{sweep_hold:.2f}" != f"{page_hold_valid:.2f}" else ""),
     }
     return measured_box(
         this_run, committed, fast=fast,

@@ -25,12 +25,12 @@ from .folded import MethodNote
 __all__ = [
     # chapter 1, second page
     "MethodNote", "how_measured", "total_return", "records_table", "planted_edge_table", "planted_summary",
-    "style_signal_rule", "learn_method", "learn_rebuilt", "walkforward_reading", "walkforward_method", "realistic_provenance",
+    "style_signal_rule", "learn_method", "learn_rebuilt", "walkforward_reading", "walkforward_chosen_table", "walkforward_method", "realistic_provenance",
     "realistic_method", "style_realistic", "style_oracles", "budget_table", "budget_reading", "style_budgets",
     "edge_box", "walkforward_seed_differences", "with_seed_spread", "ic_scale", "walkforward_pooled_hold",
     "near_margin", "margin_details", "walkforward_two_level", "with_two_level",
     # chapter 2
-    "live_runs_table", "style_live_runs", "QUIET_LABEL", "quiet_base_cost", "plot_cost", "cost_reading",
+    "live_runs_table", "style_live_runs", "deflation_against_hold", "TRAINER_LABEL", "trainer_base_cost", "plot_cost", "cost_reading",
     "update_cost_table", "timing_table", "cost_method", "kl_tables", "plot_kl", "kl_ratio_table",
     "curve_separations", "NO_CALL", "vs_base", "sweep_effects", "sweep_method", "style_overfitting", "pbo_rows",
     "work_table", "sweep_box",
@@ -207,6 +207,24 @@ def _out_name(command: str) -> str:
 
 
 # --------------------------------------------------------------------------- chapter 1.10: the walk-forward
+
+def walkforward_chosen_table(walkforward: Mapping) -> pd.DataFrame:
+    """Where validation chose each run's checkpoint in a ``bench walkforward`` record: one row per
+    test year, one column per seed, each cell the chosen checkpoint's env-steps and its place among
+    the run's validations (``"4,096 (1st of 16)"``: the first validation, after one update)."""
+    def place(k: int) -> str:
+        return f"{k}{'st' if k % 10 == 1 and k != 11 else 'nd' if k % 10 == 2 and k != 12 else 'rd' if k % 10 == 3 and k != 13 else 'th'}"
+
+    rows = {}
+    for run in walkforward["runs"]:
+        validations = run["validations"]
+        k = max(range(len(validations)), key=lambda i: validations[i]["valid_sharpe"])
+        rows.setdefault(f"test {run['year']}", {})[f"seed {run['seed']}"] = (
+            f"{validations[k]['env_steps']:,} ({place(k + 1)} of {len(validations)})")
+    table = pd.DataFrame.from_dict(rows, orient="index").sort_index()
+    table.columns.name = "chosen checkpoint: env-steps"
+    return table[sorted(table.columns)]
+
 
 def walkforward_reading(walkforward: Mapping) -> dict:
     """The numbers 1.10 reads from a ``bench walkforward`` record: each year's and the pooled
@@ -441,7 +459,7 @@ def realistic_method(realistic: Mapping, provenance: pd.DataFrame) -> MethodNote
         f"and run length). These commands made them: {commands}.",
         "The record's own note: " + realistic["note"]["what_ran"],
         "To make one cell again: " + teaching.reader_command(realistic["note"]["commands"][0], "runs/learn_ic005_s30"),
-        f"The record's command line for the full grid names more cells; the record holds only the {len(held)} above: "
+        f"The full grid, of which the record holds these {len(held)} cells: "
         + teaching.reader_command(realistic["note"]["full_grid_command"], "runs/bench_learn_grid"),
         tables=[provenance])
 
@@ -635,26 +653,26 @@ def style_live_runs(runs: pd.DataFrame):
                               "final valid Sharpe": "{:.2f}", "best valid Sharpe": "{:.2f}"})
 
 
-QUIET_LABEL = "in-process trainer (64 envs)"
-"""The quiet ``bench scale`` record's row that *is* the base configuration: 64 envs, one thread, default knobs."""
+TRAINER_LABEL = "in-process trainer (64 envs)"
+"""The ``bench scale`` record's row that *is* the base configuration: 64 envs, one thread, default knobs."""
 
 
-def quiet_base_cost(quiet_records: Sequence[Mapping]) -> pd.Series:
-    """The base configuration's rollout and update seconds per 10,000 samples in the quiet ``bench
+def trainer_base_cost(trainer_records: Sequence[Mapping]) -> pd.Series:
+    """The base configuration's rollout and update seconds per 10,000 samples in the ``bench
     scale`` record (its in-process trainer with 64 envs on one thread)."""
     from .scale import phase_table
 
-    phases = phase_table(quiet_records, layouts=("trainer",))
-    return phases.loc[QUIET_LABEL, ["rollout", "update"]] * 10_000 / phases.loc[QUIET_LABEL, "samples"]
+    phases = phase_table(trainer_records, layouts=("trainer",))
+    return phases.loc[TRAINER_LABEL, ["rollout", "update"]] * 10_000 / phases.loc[TRAINER_LABEL, "samples"]
 
 
-def plot_cost(ax, per_10k: pd.DataFrame, quiet_base: pd.Series, rounds: int, quiet_name: str):
+def plot_cost(ax, per_10k: pd.DataFrame, trainer_base: pd.Series, rounds: int, record_name: str):
     """Stacked bars on ``ax``: each variant's median rollout (blue) and update (red) seconds per
-    10,000 samples over the rounds, and last the quiet record's base configuration (``quiet_name``)."""
-    shown = pd.concat([per_10k, quiet_base.to_frame(f"base, quiet machine ({quiet_name})").T])
+    10,000 samples over the rounds, and last the trainer record's base configuration (``record_name``)."""
+    shown = pd.concat([per_10k, trainer_base.to_frame("base, trainer record (chapter 8.4)").T])
     shown.iloc[::-1].plot.barh(stacked=True, ax=ax, color=["tab:blue", "tab:red"])
     ax.set_xlabel(f"seconds per 10,000 samples, 1 thread (this machine: median of {rounds} interleaved rounds; "
-                  "last bar: the quiet record)")
+                  "last bar: the trainer record, another run)")
     ax.set_title("Where the time goes: rollout (blue) and update (red)")
     ax.grid(axis="x", alpha=0.3)
     return ax
@@ -702,9 +720,9 @@ def update_cost_table(reading: Mapping, variants: Mapping[str, dict]) -> pd.Data
 
 
 
-def cost_method(load_before: float, load_after: float, quiet_records: Sequence[Mapping],
-                per_10k: pd.DataFrame, quiet_base: pd.Series, rounds: int, record_name: str) -> MethodNote:
-    """How 2.2 was timed: the interleaved rounds, this machine against the quiet record's (cores,
+def cost_method(load_before: float, load_after: float, trainer_records: Sequence[Mapping],
+                per_10k: pd.DataFrame, trainer_base: pd.Series, rounds: int, record_name: str) -> MethodNote:
+    """How 2.2 was timed: the interleaved rounds, this machine against the trainer record's (cores,
     torch, load average; whether the operating system is the same, without its version string) and
     the base's seconds per 10,000 samples on both. Returns a :class:`MethodNote`."""
     import os
@@ -712,35 +730,37 @@ def cost_method(load_before: float, load_after: float, quiet_records: Sequence[M
 
     import torch
 
-    quiet = next(r for r in quiet_records if r["layout"] == "trainer" and r["num_envs"] == 64)
+    row = next(r for r in trainer_records if r["layout"] == "trainer" and r["num_envs"] == 64)
     here = {"cores": os.cpu_count(), "platform": platform.platform(), "torch": torch.__version__}
-    there = {"cores": quiet["cpu_count"], "platform": quiet["platform"], "torch": quiet["torch"]}
+    there = {"cores": row["cpu_count"], "platform": row["platform"], "torch": row["torch"]}
     same = here == there  # the record names cores, platform and torch, not the processor
     return how_measured(
         f"Each variant was timed once per round, {rounds} rounds one after another, so a busy spell of the machine "
         "hits every variant alike; the figure shows the median of the rounds, the table each round against the "
         "same round's base.",
         f"This machine: {_count(here['cores'], 'core')}, torch {here['torch']}; load average "
-        f"{load_before:.1f} before the rounds, {load_after:.1f} after. The quiet record ({record_name}): "
-        f"{_count(there['cores'], 'core')}, torch {there['torch']}; load average {quiet['loadavg'][0]:.1f} "
-        f"when its trainer rounds ended ({quiet['date'][:16].replace('T', ' ')} UTC).",
-        f"The base per 10,000 samples: {per_10k.loc['base'].sum():.2f} s here, {quiet_base.sum():.2f} s in the record"
+        f"{load_before:.1f} before the rounds, {load_after:.1f} after. The trainer record ({record_name}): "
+        f"{_count(there['cores'], 'core')}, torch {there['torch']}; load average {row['loadavg'][0]:.1f} "
+        f"when its trainer rounds ended ({row['date'][:16].replace('T', ' ')} UTC): it ran beside other processes.",
+        f"The base per 10,000 samples: {per_10k.loc['base'].sum():.2f} s here, {trainer_base.sum():.2f} s in the record"
         + (" (the same cores, operating system and torch; the record does not name its processor)." if same else
-           " (another machine: the seconds can differ by hardware as well as by load)."))
+           " (another machine: the seconds can differ by hardware as well as by load).")
+        + f" The record's absolute times are {'slower' if trainer_base.sum() > per_10k.loc['base'].sum() else 'faster'} "
+        "than this run's, so only the ratios within it (how its bar splits between rollout and update) are read.")
 
 
 
-def timing_table(cost: Mapping, quiet_base: pd.Series, quiet_name: str) -> pd.DataFrame:
-    """2.2's timings read two ways, beside the quiet record's: the update's share of the base's time,
+def timing_table(cost: Mapping, trainer_base: pd.Series, record_name: str) -> pd.DataFrame:
+    """2.2's timings read two ways, beside the trainer record's: the update's share of the base's time,
     and the timing noise of `cost_reading` (the slowest variant's median rollout over the fastest's,
     the same work in every variant) with the bounds an update ratio must pass to count."""
     per_10k, noise = cost["per_10k"], cost["noise"]
     here = per_10k.loc["base", "update"] / per_10k.loc["base"].sum()
-    there = quiet_base["update"] / quiet_base.sum()
+    there = trainer_base["update"] / trainer_base.sum()
     rows = ["update's share of the base's time", "timing noise: slowest ÷ fastest rollout",
             "an update ratio counts if above / below"]
     return pd.DataFrame({"this machine": [f"{here:.0%}", f"{noise:.2f}", f"{noise:.2f} / {1 / noise:.2f}"],
-                         f"quiet record ({quiet_name})": [f"{there:.0%}", "not timed", "not timed"]}, index=rows)
+                         "trainer record (chapter 8.4)": [f"{there:.0%}", "not timed", "not timed"]}, index=rows)
 
 
 def kl_tables(full: Mapping, runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -871,8 +891,8 @@ def sweep_method(record: Mapping, name: str, reader_out: str, live_hold: float |
     now), one more where those differ from the record's.
     Returns a :class:`MethodNote`."""
     paragraphs = _caption_blocks(record, name, reader_out)
-    paragraphs.append("The tables leave out the record's wall-clock seconds: its runs shared the machine with other "
-                      "processes, so their seconds differ by load as much as by knob.")
+    paragraphs.append("The tables leave out the record's wall-clock seconds: its runs ran beside other processes, "
+                      "so their seconds differ by load as much as by knob.")
     recorded = next((row["buy_and_hold_valid_sharpe"] for row in record["summary"] if row["market"] == "sample"), None)
     if live_hold is not None and recorded is not None and abs(live_hold - recorded) >= 0.005:
         paragraphs.append(
@@ -891,9 +911,9 @@ def sweep_method(record: Mapping, name: str, reader_out: str, live_hold: float |
                 f"On its synthetic {'market' if len(moved) == 1 else 'markets'} of seed"
                 f"{'' if len(moved) == 1 else 's'} {teaching.listed(list(map(str, moved)))}, buy-and-hold's validation "
                 "Sharpe reads " + ", ".join(f"{old:.3f} (seed {seed})" for seed, (old, _) in moved.items())
-                + " in the record and " + ", ".join(f"{new:.3f}" for _, new in moved.values())
-                + " as today's package builds them. Every variant met the same three markets, so the comparisons "
-                "hold for the markets the record ran.")
+                + f" in the record, made with the package of {record['date'][:10]}; today's package builds these "
+                "markets with " + ", ".join(f"{new:.3f}" for _, new in moved.values())
+                + ". Every variant met the same three markets, so the comparisons hold for the markets the record ran.")
     return how_measured(*paragraphs)
 
 
@@ -924,6 +944,34 @@ def fixed_budget_deflation(record: Mapping) -> pd.DataFrame:
                      "final checkpoints: trials": len(final), "final checkpoints: V": at_end["sharpe_variance"],
                      "final checkpoints: SR0": at_end["expected_max_sharpe"], "final checkpoints: chosen": at_end["sharpe"],
                      "final checkpoints: DSR": at_end["deflated_sharpe"]})
+    return pd.DataFrame(rows).set_index("market")
+
+
+def deflation_against_hold(record: Mapping) -> pd.DataFrame:
+    """The deflated Sharpe ratio of a ``bench sweep`` record's best checkpoint per market under two
+    nulls: the record's (unskilled trials centre on a Sharpe ratio of 0) and *no skill over
+    buy-and-hold* (they centre on buy-and-hold's validation Sharpe on that market, so SR0 is shifted
+    by it; `finrl_tutorial.metrics.deflated_sharpe_ratio` with ``null_sharpe``). The trials are every
+    checkpoint of the market's runs, as in the record, and counted once per run in the last column.
+    Normal returns are assumed, as the record does."""
+    from ..metrics import deflated_sharpe_ratio
+
+    rows = []
+    for entry in record["overfitting"]:
+        seed = entry.get("market_seed")
+        runs = [run for run in record["runs"] if run["market"] == entry["market"] and (seed is None or run["seed"] == seed)]
+        trial_sharpes = [evaluation["valid_sharpe"] for run in runs for evaluation in run["evaluations"]]
+        moments = {"sharpe": max(trial_sharpes), "days": entry["days"], "skewness": 0.0, "kurtosis": 3.0}
+        hold = entry["buy_and_hold_valid_sharpe"]
+        zero = deflated_sharpe_ratio(moments, trial_sharpes)
+        against = deflated_sharpe_ratio(moments, trial_sharpes, null_sharpe=hold)
+        per_run = deflated_sharpe_ratio(moments, trial_sharpes, trials=len(runs), null_sharpe=hold)
+        name = entry["market"] if seed is None else f"{entry['market']} (market {seed})"
+        rows.append({"market": name, "chosen valid Sharpe": zero["sharpe"], "buy-and-hold valid Sharpe": hold,
+                     "null 0: SR0": zero["expected_max_sharpe"], "null 0: DSR": zero["deflated_sharpe"],
+                     "null buy-and-hold: SR0": against["expected_max_sharpe"],
+                     "null buy-and-hold: DSR": against["deflated_sharpe"],
+                     "null buy-and-hold: DSR, one trial per run": per_run["deflated_sharpe"]})
     return pd.DataFrame(rows).set_index("market")
 
 
@@ -965,8 +1013,8 @@ def work_table(record: Mapping, market: str = "sample") -> pd.DataFrame:
     return pd.DataFrame({f"gradient steps in {record['total_steps']:,} env-steps": work}).rename_axis("variant")
 
 
-def sweep_box(live: Mapping, live_variants: Sequence[str], cost: Mapping, kl_ratio: float, quiet_base: pd.Series,
-              rounds: int, quiet_name: str, noise_pbo: float, edge_pbo: float, record: Mapping, tests: pd.DataFrame,
+def sweep_box(live: Mapping, live_variants: Sequence[str], cost: Mapping, kl_ratio: float, trainer_base: pd.Series,
+              rounds: int, record_name: str, noise_pbo: float, edge_pbo: float, record: Mapping, tests: pd.DataFrame,
               sample_fit: pd.Series, synthetic_fit: pd.DataFrame):
     """The box at the end of chapter 2: this run's live sweep, update costs, drift, base cost and
     PBO example; the committed record's verdicts per market, what survives Holm's correction and the
@@ -989,7 +1037,7 @@ def sweep_box(live: Mapping, live_variants: Sequence[str], cost: Mapping, kl_rat
                                               f"noise {cost['noise']:.2f})",
             "approx KL, repeat_times=16 vs base (live sweep)": f"{kl_ratio:.1f}× as far as the base",
             "base cost per 10,000 samples": f"{cost['per_10k'].loc['base'].sum():.2f} s here (median of {rounds} "
-                                            f"rounds), {quiet_base.sum():.2f} s in {quiet_name}",
+                                            f"rounds), {trainer_base.sum():.2f} s in {record_name}",
             "PBO, 20 strategies, 10 draws": f"noise {noise_pbo:.2f}, one edge {edge_pbo:.2f}",
         },
         committed={

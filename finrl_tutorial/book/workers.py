@@ -398,6 +398,36 @@ def projection_inputs(models: Mapping[int, scale.CostModel], table: pd.DataFrame
     return labelled, measured
 
 
+def ratio_table(model: scale.CostModel, fastest: float, fastest_label: str, trainer: scale.TrainerModel,
+                envs_per_worker: int, processes: Iterable[int] = (4, 8)) -> pd.DataFrame:
+    """The ratios 4.6 reads from ``model`` (a workers `CostModel`), one row each: what is set against
+    what, and the ratio. The bound ``t / s`` against one worker; the model's one worker and that bound
+    against the fastest in-process trainer (``fastest`` samples/s, named ``fastest_label``); and the
+    projection (`project`) at each of ``processes`` against one in-process trainer with as many envs
+    (``trainer``: `fit_trainer_model`; ``envs_per_worker`` names its envs) and against the fastest
+    one alone."""
+    bound = model.thread_speedup / model.serial_fraction
+    one = model.samples_per_s(1) / fastest
+    same_envs = scale.project(model, processes, baseline=trainer)
+    alone = scale.project(model, processes, baseline=fastest)
+    rows = [("bound: any number of workers (model)", "one worker", bound),
+            ("one worker (model)", fastest_label, one),
+            ("bound: any number of workers (model)", fastest_label, bound * one)]
+    for p in processes:
+        rows.append((f"{p} workers (projection)",
+                     f"in-process trainer ({p * envs_per_worker} envs, 2 threads, extrapolated)",
+                     float(same_envs.loc[p, "speed-up"])))
+    for p in processes:
+        rows.append((f"{p} workers (projection)", fastest_label, float(alone.loc[p, "speed-up"])))
+    return pd.DataFrame(rows, columns=["samples/s of", "against", "ratio"])
+
+
+def ratio_view(ratios: pd.DataFrame):
+    """`ratio_table` as the chapter shows it: the ratios as ``1.23×``, no index."""
+    return (ratios.style.format("{:.2f}×", subset=["ratio"]).hide(axis="index")
+            .set_caption("the cost model's ratios, each with its baseline"))
+
+
 # --- the chapter's box ---------------------------------------------------------------------------
 
 def chapter_box(live: pd.DataFrame, records: Iterable[dict], model: scale.CostModel, loaded_records: Iterable[dict],
