@@ -18,8 +18,8 @@ job) → 6 ``bench`` (the benchmarks) → 7 ``book``, ``cli`` (the entry points,
 own exports and ``__main__``).
 """
 from .agents import A2CConfig, ActorCritic, PPOConfig, make_config
-from .backtest import (excess_return, oracle_capture, oracle_record, performance_summary, plot_band, plot_bars,
-                       plot_equity, plot_learning_curve, plot_weights, sharpe_difference_ci)
+from .backtest import (InformedRule, excess_return, informed_rules, oracle_capture, oracle_record, performance_summary,
+                       plot_band, plot_bars, plot_equity, plot_learning_curve, plot_weights, sharpe_difference_ci)
 from .backtest.runner import (BacktestResult, EpisodeRecord, agent_policy, backtest, buy_and_hold_baseline,
                               constant_action_baseline, equal_shares_baseline, random_baseline, run_policy)
 from .data import (DataError, MarketData, PreparedMarket, load_market, load_sample, prepare_market,
@@ -36,10 +36,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "A2CConfig", "ActorCritic", "BacktestResult", "ConfigError", "DataError", "EnvConfig", "EpisodeRecord",
-    "FeeSchedule", "InputError", "MarketData", "PPOConfig", "PreparedMarket", "StockTradingEnv", "SyntheticMarket",
+    "FeeSchedule", "InformedRule", "InputError", "MarketData", "PPOConfig", "PreparedMarket", "StockTradingEnv", "SyntheticMarket",
     "SyntheticSpec", "TrainResult", "TrainingError", "VecStockTradingEnv", "VmapStockTradingEnv",
     "agent_from_checkpoint", "agent_policy", "backtest", "buy_and_hold_baseline", "constant_action_baseline",
-    "equal_shares_baseline", "excess_return", "initial_agent", "load_checkpoint", "load_market", "load_sample",
+    "equal_shares_baseline", "excess_return", "informed_rules", "initial_agent", "load_checkpoint", "load_market", "load_sample",
     "make_config", "make_synthetic", "oracle_capture", "oracle_record", "performance_summary", "plot_band",
     "plot_bars", "plot_equity", "plot_learning_curve", "plot_weights", "prepare_market", "random_baseline",
     "run_policy", "sharpe_difference_ci", "train", "validate_bars",

@@ -192,6 +192,23 @@ def test_the_intro_reads_the_walk_forward_as_its_record_does(walkforward):
     assert "every seed ended below buy-and-hold" in intro.lower() and "±0.25 Sharpe" in intro
 
 
+def test_the_intro_reads_ours_against_sb3_as_its_record_does(learn):
+    """book/intro.md's chapter-3 row: ours ahead of SB3's PPO on all six markets, its mean and interval, and
+    and, after Holm's correction over every row, decided pooled and on momentum, the factor markets inconclusive."""
+    pairs = ft.book.learning.paired_excess(learn, "ppo", "sb3_ppo", 100_000, "last")
+    test = ft.book.learning.paired_test(pairs["difference"])
+    assert len(pairs) == test["positive"] == 6
+    by_family = teaching.differences_by_family({"ppo − a2c": ft.book.learning.paired_excess(learn, "ppo", "a2c"),
+                                                 "ours − sb3": pairs})  # Holm over every row, as chapter 3 does
+    ours = by_family.loc["ours − sb3"]
+    assert ours["verdict"].to_dict() == {"factor": "inconclusive", "momentum": "first ahead",
+                                         "all families": "first ahead"}
+    intro = (Path(__file__).resolve().parents[1] / "book" / "intro.md").read_text(encoding="utf-8")
+    written = f"on all six markets, {100 * test['mean']:+.1f} % [{100 * test['low']:+.1f}, {100 * test['high']:+.1f}]"
+    assert written in intro, written
+    assert f"inconclusive (p = {ours.loc['factor', 'p (Holm)']:.2f})" in intro
+
+
 def test_plot_gae_reach_draws_the_weights_of_each_lambda():
     fig, ax = plt.subplots()
     teaching_ppo.plot_gae_reach(0.9, 0.95, ax, days=20)
