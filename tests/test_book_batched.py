@@ -100,6 +100,29 @@ def test_like_with_like_compares_only_sizes_all_three_layouts_ran():
     assert table.loc["4 accounts", "batched env (vec)"] == pytest.approx(4 / (CALL + 4 * ACCOUNT))
 
 
+def test_the_same_accounts_table_sets_the_single_env_beside_the_batched_one_at_one_account():
+    rate = _rate().copy()
+    rate[("subproc", 1)] = 600.0
+    table = batched.same_accounts_table(rate.sort_index())
+    assert list(table.columns)[0] == "single env" and table.loc["1 account", "single env"] == 700.0
+    assert table["single env"].drop("1 account").isna().all()  # one account only
+    column = batched.batching_table(rate.sort_index())["this run"]
+    assert column["1 account: batched env ÷ single env"] == f"{rate[('vec', 1)] / 700.0:.2f}×"
+
+
+def test_the_call_costs_split_the_vmap_envs_lag_into_fixed_and_per_account_parts():
+    records = [{"layout": kind, "threads": 1, "num_envs": n,
+                "env_steps_per_s": n / ((2.5 if kind == "vmap" else 1.0) * CALL + (1.1 if kind == "vmap" else 1.0) * ACCOUNT * n)}
+               for kind in ("vec", "vmap") for n in SIZES + [65_536]]
+    records.append({"layout": "vec", "threads": 2, "num_envs": 8, "env_steps_per_s": 1.0})  # not one thread: ignored
+    costs = batched.call_costs(records)
+    assert costs.loc["batched env (vec)", "c (ms)"] == pytest.approx(1.0) and costs.loc["batched env (vec)", "a (µs)"] == pytest.approx(3.0)
+    assert costs.loc["vmap env", "c ÷ batched env's"] == pytest.approx(2.5)
+    assert costs.loc["vmap env", "a ÷ batched env's"] == pytest.approx(1.1)
+    with pytest.raises(batched.InputError, match="fewer than two"):
+        batched.call_costs([r for r in records if r["layout"] == "vec"])
+
+
 def test_the_like_with_like_table_states_the_ratios_of_the_rates_and_their_baselines():
     rate = _rate()
     reading = batched.same_accounts_reading(rate)

@@ -267,8 +267,9 @@ def test_loop_note_explains_the_rows_left_out_with_their_load(train, quiet):
     assert f"load average {read_loads.min():.1f}–{read_loads.max():.1f} on 2 cores, before and after each" in note
     assert (read_loads.min(), read_loads.max()) == (0.21, 0.71)  # a quiet machine: well within its 2 cores
     # which rows are the current agent's: the read rows and the scale record both follow the change the pairs time
-    assert ("These rows ran on 2026-12-04 with the stockwise network of today's code, the same as the second run "
-            "of each left-out pair below (2026-12-01)") in note
+    assert ("These rows ran on 2026-12-04 with the stockwise network as the package has it now: the version that "
+            "each left-out pair below (2026-12-01) times in its second run, after the change.") in note
+    assert "today's" not in note
     assert "before the change" not in note and "latest change" not in note
     assert f"`{scale.SCALE_RECORD}` (2026-12-02, after that change)" in note
     reading = benchmarks.loop_cost_reading(quiet)
@@ -363,8 +364,9 @@ def test_anchor_cites_the_record_with_date_device_commit_and_method(anchors):
     assert cited["method"] == anchors[0]["meta"]["method"]
     note = str(benchmarks.gpu_note(anchors))
     assert "`torch.cuda.synchronize()`" in note and "`elegantrl/envs/StockTradingEnv.py`" in note
-    assert ("Source: ElegantRL's measurement on one NVIDIA H200 (2026-11-30, ElegantRL commit `7c64395f`, the method "
-            "above), kept as `elegantrl_h200_2026-11-30.jsonl`.") in note
+    assert ("Source: a measurement of ElegantRL on one NVIDIA H200 (2026-11-30, ElegantRL commit `7c64395f`, the method "
+            "above), committed as `anchors_elegantrl_h200.jsonl`.") in note
+    assert "elegantrl_h200_2026-11-30" not in note  # one file name: the committed record's
 
 
 def test_graph_replay_checks_read_the_gpu_records():
@@ -440,6 +442,18 @@ def test_peer_verdicts_follow_the_books_one_rule(comparisons):
     assert "reading" not in comparisons and not hasattr(benchmarks, "peer_reading")
     faster = comparisons[comparisons["verdict"] == "faster"]
     assert (faster["round by round: min"] > 1).all()
+
+
+def test_the_peer_ratios_are_also_tested_as_one_family_with_holm(comparisons):
+    family = benchmarks.peer_family(comparisons)
+    assert list(family.index) == list(comparisons.index) and {"p (Holm)", "Holm verdict"} <= set(family.columns)
+    assert all(len(rounds) == 5 for rounds in family["rounds"])
+    assert (family["p (Holm)"] >= 0).all() and (family["p (Holm)"] <= 1).all()
+    # Holm's adjusted p-values are never below the unadjusted ones
+    raw = scale.holm_speed_tests(dict(zip(comparisons.index, comparisons["rounds"])))["p (t)"]
+    assert (family["p (Holm)"] >= raw - 1e-12).all()
+    ours = family[family["numerator"] == "our_ppo_1024"].iloc[0]
+    assert ours["verdict"] == "faster" and ours["Holm verdict"] == "inconclusive"  # every round above 1, yet not shown
 
 
 def test_peer_verdicts_compare_two_libraries_only_at_the_same_accounts(peer_records, comparisons):

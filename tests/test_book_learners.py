@@ -142,6 +142,19 @@ def test_the_faster_device_what_if_shortens_the_work_and_keeps_the_overhead(quie
     assert faster.overhead_fraction > model.overhead_fraction
 
 
+def test_the_faster_device_what_if_keeps_only_the_all_reduce(quiet):
+    model = scale.fit_cost_model(quiet, "ddp")
+    fixed = learners.added_all_reduce(quiet)
+    phases = {row["processes"]: row["phases"] for row in quiet if row["layout"] == "ddp" and "phases" in row}
+    assert fixed == pytest.approx(phases[2]["all_reduce"] - phases[1]["all_reduce"]) and 0 < fixed < model.overhead
+    faster = learners.faster_device(model, fixed_overhead=fixed)
+    assert faster.overhead == pytest.approx(fixed + (model.overhead - fixed) / 10)
+    # between the work alone shortened and everything shortened
+    assert model.overhead_fraction < faster.overhead_fraction < learners.faster_device(model).overhead_fraction
+    with pytest.raises(ValueError, match="one and two DDP ranks"):
+        learners.added_all_reduce([row for row in quiet if row["layout"] != "ddp"])
+
+
 def test_the_projection_figure_draws_the_fit_the_points_and_the_what_if(quiet, table):
     model = scale.fit_cost_model(quiet, "ddp")
     fig, ax = plt.subplots()

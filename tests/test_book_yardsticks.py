@@ -155,6 +155,18 @@ def test_sweep_caption_for_a_reader_shows_one_runnable_command():
     assert sweep_caption(record, "bench_sweep.json").count("  part (") == len(record["merged_from"])  # unchanged without
 
 
+def test_sweep_caption_explains_why_the_record_holds_fewer_steps_than_the_command_asked():
+    from finrl_tutorial.book import sweep_caption
+
+    record = read_records("bench_factor.json")[0]
+    caption = sweep_caption(record, "bench_factor.json", reader_out="runs/bench_factor.json")
+    assert "--total-steps 300000" in caption and record["total_steps"] == 294_912
+    assert "294,912 env-steps per run (the command's --total-steps 300,000 rounded down" in caption
+    assert f"{record['evaluations'] + 1} validations each (one after the first iteration" in caption
+    exact = dict(record, total_steps=300_000)
+    assert "rounded down" not in sweep_caption(exact, "bench_factor.json")  # said only where the two differ
+
+
 def test_paired_by_family_corrects_over_every_row_the_pooled_ones_included():
     learn = read_records("bench_learn.json")[0]
     pair = (("ppo", 300_000, "best"), ("a2c", 300_000, "best"))

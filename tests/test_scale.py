@@ -255,6 +255,17 @@ def test_ddp_update_on_two_halves_equals_one_process_on_the_whole_batch(tmp_path
         assert mean == pytest.approx(reference_losses[0][key], abs=1e-5)
 
 
+def test_with_per_minibatch_standardisation_the_ranks_drift_from_one_process(tmp_path):
+    """The setting the equivalence switches off, switched on: each rank standardises its half's
+    advantages by that half's own mean and spread, so DDP still keeps the ranks identical, but they no
+    longer compute one process's update: the difference is far above float rounding."""
+    plain, standardised = ddp_equivalence(tmp_path / "off"), ddp_equivalence(tmp_path / "on", normalize_advantages=True)
+    drift = max(d["rank 0 vs one process"] for d in standardised.differences().values())
+    assert max(d["rank 0 vs rank 1"] for d in standardised.differences().values()) == 0.0
+    assert drift > 1e3 * max(d["rank 0 vs one process"] for d in plain.differences().values()) and drift > 1e-5
+    assert equivalence.equivalence_config(True).normalize_advantages and not equivalence.equivalence_config().normalize_advantages
+
+
 @pytest.mark.whole_machine
 def test_a_ddp_run_resumes_with_every_ranks_envs(tmp_path):
     """Rank 0's checkpoint holds every rank's envs and random states: a two-rank run cut in

@@ -115,9 +115,14 @@ in it). The fit is a least-squares line through the seconds of one call of the b
 def same_accounts_table(rate: pd.Series) -> pd.DataFrame:
     """env-steps/s of the subprocess VecEnv, the batched env and the vmap env at every number of
     accounts all three ran (rows ``"2 accounts"`` ...), from ``rate`` (env-steps/s indexed by
-    ``(env, num_envs)``)."""
-    return pd.DataFrame({_accounts(n): {"subproc VecEnv": rate["subproc"][n], "batched env (vec)": rate["vec"][n],
-                                             "vmap env": rate["vmap"][n]} for n in _same_sizes(rate)}).T
+    ``(env, num_envs)``); where ``rate`` holds the single gymnasium env, a first column with its
+    rate at the sizes it ran (one account; empty elsewhere)."""
+    table = pd.DataFrame({_accounts(n): {"subproc VecEnv": rate["subproc"][n], "batched env (vec)": rate["vec"][n],
+                                              "vmap env": rate["vmap"][n]} for n in _same_sizes(rate)}).T
+    if "single" in rate.index.get_level_values(0):  # the plain gymnasium env steps one account
+        table.insert(0, "single env", [rate["single"].get(int(label.split()[0].replace(",", "")), float("nan"))
+                                       for label in table.index])
+    return table
 
 
 def same_accounts_reading(rate: pd.Series) -> dict:
@@ -141,13 +146,35 @@ def batching_table(rate: pd.Series) -> pd.DataFrame:
     """6.4's reading of ``rate`` as a one-column table (`same_accounts_reading`): the batched env ÷ the
     subprocess VecEnv at each shared size, the call of the largest batched size ÷ the call of the
     smallest shared one, the env-steps/s at the largest ÷ at the smallest, and the vmap env ÷ the
-    batched env over the sizes both ran. Each row names its baseline."""
+    batched env over the sizes both ran; with the single env in ``rate``, the batched env ÷ the
+    single env at one account. Each row names its baseline."""
     r = same_accounts_reading(rate)
     rows = {f"{_accounts(n)}: batched env ÷ subprocess VecEnv": f"{v:.1f}×" for n, v in r["same"].items()}
+    if ("single", 1) in rate.index and ("vec", 1) in rate.index:
+        rows["1 account: batched env ÷ single env"] = f"{rate['vec'][1] / rate['single'][1]:.2f}×"
     rows[f"one call of {r['large']:,} accounts ÷ one call of {r['small']:,}"] = f"{r['call ratio']:.0f}×"
     rows[f"batched env at {r['large']:,} accounts ÷ at {r['small']:,} (env-steps/s)"] = f"{r['gain']:,.0f}×"
     rows["vmap env ÷ batched env (env-steps/s), over the sizes both ran"] = f"{_range(r['vmap low'], r['vmap high'])}×"
     return pd.DataFrame({"this run": rows})
+
+
+def call_costs(records, largest: int = 16_384) -> pd.DataFrame:
+    """The line t(n) = c + a·n (`fit_per_call`) fitted separately to the batched env's and the vmap
+    env's one-thread sweeps of a ``bench scale`` record, up to ``largest`` accounts (past it memory,
+    not the call, sets the pace): one row per env, its fixed cost per call ``c (ms)``, its cost per
+    account ``a (µs)``, and each as a multiple of the batched env's. Why the vmap env is slower."""
+    fits = {}
+    for kind, name in (("vec", "batched env (vec)"), ("vmap", "vmap env")):
+        rows = sorted((r["num_envs"], r["env_steps_per_s"]) for r in records
+                      if r.get("layout") == kind and r.get("threads") == 1 and r["num_envs"] <= largest)
+        if len(rows) < 2:
+            raise InputError(f"the record holds fewer than two one-thread sizes of the {kind} env")
+        fits[name] = fit_per_call([n for n, _ in rows], [rate for _, rate in rows])
+    vec = fits["batched env (vec)"]
+    return pd.DataFrame({name: {"c (ms)": 1e3 * f["call_seconds"], "a (µs)": 1e6 * f["account_seconds"],
+                                "c ÷ batched env's": f["call_seconds"] / vec["call_seconds"],
+                                "a ÷ batched env's": f["account_seconds"] / vec["account_seconds"]}
+                         for name, f in fits.items()}).T
 
 
 # --- 6.5: several processes, each with a batched env -----------------------------------------------

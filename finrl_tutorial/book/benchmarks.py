@@ -290,10 +290,10 @@ def loop_note(train: pd.DataFrame, loop: pd.DataFrame, scale_records: Sequence[d
         if loop_rows_predate(train, loop):
             items.append(f"These rows ran on {rows_date}, with the stockwise network as it was before the change that "
                          f"the left-out rows below ({pairs_date}) time, so they show the loop's shape; the loop of "
-                         f"today's network is timed in `{SCALE_RECORD}`.")
+                         f"the current network is timed in `{SCALE_RECORD}`.")
         elif loop_rows_current(train, loop):
-            items.append(f"These rows ran on {rows_date} with the stockwise network of today's code, the same as "
-                         f"the second run of each left-out pair below ({pairs_date}).")
+            items.append(f"These rows ran on {rows_date} with the stockwise network as the package has it now: the "
+                         f"version that each left-out pair below ({pairs_date}) times in its second run, after the change.")
         pair_loads = _loads(left_out)
         items.append(f"Left out: {len(left_out)} rows at {listed([str(n) for n in sorted(set(left_out['stocks']))])} "
                      "stocks, each command run twice back to back, once before and once after a change to the code "
@@ -578,8 +578,8 @@ def gpu_note(anchors: Sequence[dict]) -> MethodNote:
     return how_measured([
         f"`anchors_elegantrl_h200.jsonl` ({cited['date']}, {cited['device']}): {code_spans(anchors[0]['meta']['what'])}.",
         f"Method (the record's first line): {code_spans(cited['method'])}.",
-        f"Source: ElegantRL's measurement on one {cited['gpu']} ({cited['date']}, ElegantRL commit "
-        f"`{cited['commit']}`, the method above), kept as `{cited['source'].split()[0]}`.",
+        f"Source: a measurement of ElegantRL on one {cited['gpu']} ({cited['date']}, ElegantRL commit "
+        f"`{cited['commit']}`, the method above), committed as `anchors_elegantrl_h200.jsonl`.",
         "This package's own GPU record would come from `python -m finrl_tutorial bench gpu --out "
         "book/data/gpu_<name>.json` on a machine with a CUDA GPU; the figure draws every such record.",
     ])
@@ -714,6 +714,14 @@ def peer_verdicts(peer_records: Iterable[dict], margin: float = SPEED_TIE_MARGIN
     with the book's one verdict rule (`speed_verdict`, glossary "Tie"): faster or slower when every
     round's ratio lies on one side of 1, a tie when every round lies within ``margin`` of 1."""
     return peer_comparisons(peer_records, margin)
+
+
+def peer_family(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """`peer_verdicts`' table with every ratio also tested as one family (`holm_speed_tests`: a
+    t-test on the log ratios of its rounds, Holm-corrected over all the rows): the columns ``p
+    (Holm)`` and ``Holm verdict`` added beside the rounds' verdict."""
+    tests = holm_speed_tests(dict(zip(comparisons.index, comparisons["rounds"])))
+    return comparisons.join(tests[["p (Holm)", "Holm verdict"]])
 
 
 def plot_peers(peer_records: Sequence[dict], comparisons: pd.DataFrame, fig) -> None:

@@ -7,7 +7,7 @@ here turn the records into the chapter's tables, figures and folded method block
 * `ddp_labels`, `optimiser_steps`, `phase_seconds`, `plot_phases`, `measurement_note` — section
   5.5: where a DDP iteration's time goes, the optimiser steps behind each configuration, and how the
   record was measured (a collapsed block);
-* `check_table`, `faster_device`, `plot_ddp_projection` — section 5.6: the cost model for ranks,
+* `check_table`, `added_all_reduce`, `faster_device`, `plot_ddp_projection` — section 5.6: the cost model for ranks,
   its projection and the faster-device what-if;
 * `committed_rows` — the chapter's measured box;
 * `plot_rank0_validation`, `plot_entropy_change` — section 5.3: rank 0's log.
@@ -176,30 +176,48 @@ def check_table(check: pd.DataFrame) -> pd.DataFrame:
                          "error": check["error"].map("{:+.0%}".format)}, index=check.index)
 
 
-def faster_device(model: CostModel, factor: float = FASTER_DEVICE) -> CostModel:
+def added_all_reduce(records: Iterable[dict]) -> float:
+    """The seconds per iteration that the second rank adds to the all-reduce in a ``bench scale``
+    record (two ranks' all-reduce phase less one rank's): the part of the fitted overhead that is
+    communication. The rest of the overhead is waiting for the slower rank and two ranks sharing
+    the machine's cores."""
+    seconds = {row["processes"]: row["phases"]["all_reduce"] for row in records
+               if row.get("layout") == "ddp" and "phases" in row}
+    if not {1, 2} <= set(seconds):
+        raise ValueError("the record holds no phases of one and two DDP ranks")
+    return max(seconds[2] - seconds[1], 0.0)
+
+
+def faster_device(model: CostModel, factor: float = FASTER_DEVICE, fixed_overhead: float | None = None) -> CostModel:
     """Returns the what-if of ``model``: one rank's rollout and update ``factor`` times shorter (as
-    on a faster device), the overhead of an added rank unchanged."""
-    return dataclasses.replace(model, rollout=model.rollout / factor, update=model.update / factor)
+    on a faster device, one per rank). Of the overhead of an added rank, ``fixed_overhead`` seconds
+    (the all-reduce, `added_all_reduce`) stay as they are and the rest (waiting for the slower rank,
+    sharing cores) shortens with the work; without it the whole overhead stays."""
+    fixed = model.overhead if fixed_overhead is None else min(fixed_overhead, model.overhead)
+    return dataclasses.replace(model, rollout=model.rollout / factor, update=model.update / factor,
+                               overhead=fixed + (model.overhead - fixed) / factor)
 
 
-WHAT_IF = "iteration {factor:g}× shorter than fitted, same overhead"
+WHAT_IF = "iteration {factor:g}× shorter than fitted, all-reduce unchanged"
 """The label of the what-if curve (`plot_ddp_projection`)."""
 
 
 def plot_ddp_projection(model: CostModel, table: pd.DataFrame, ax, factor: float = FASTER_DEVICE,
-                        max_processes: int = 8, trainer: TrainerModel | None = None) -> None:
+                        max_processes: int = 8, trainer: TrainerModel | None = None,
+                        fixed_overhead: float | None = None) -> None:
     """Reads the fitted DDP `CostModel` and the `speedups` table it came from; draws on ``ax`` its
     speed-up from 1 to ``max_processes`` ranks (solid where measured, dotted in the shaded
     projection band), the measured points, and the `faster_device` what-if (dotted all along,
     against its own single rank). The baseline is the table's (the fastest in-process trainer), or,
     with ``trainer`` (`fit_trainer_model`), one in-process trainer with as many envs as the ranks
-    hold together: like with like."""
+    hold together: like with like. ``fixed_overhead`` is the what-if's unshortened overhead
+    (`faster_device`)."""
     baseline = str(table["baseline"].iloc[0])
     what_if = WHAT_IF.format(factor=factor)
     against = (f"one in-process trainer with as many envs, {trainer.label.split('(')[-1].split(', ')[-1].rstrip(')')}"
                if trainer is not None else _phrase(baseline))
     measured = measured_points(table, "ddp", baseline=trainer, samples_per_process=model.samples_per_process)
-    plot_projection({"DDP ranks (fitted)": model, what_if: faster_device(model, factor)},
+    plot_projection({"DDP ranks (fitted)": model, what_if: faster_device(model, factor, fixed_overhead)},
                     trainer if trainer is not None else float(table.loc[baseline, "median"]),
                     {"DDP ranks (fitted)": measured}, ax,
                     f"DDP: measured at 1-2 ranks, projected to {max_processes} (against {against})",

@@ -1147,7 +1147,8 @@ def factor_method(record: Mapping) -> MethodNote:
 
 def factor_box(mine, facts: Mapping, result, bt, live: Mapping, dividend_gap: float, record: Mapping,
                reading: Mapping, tests: pd.DataFrame):
-    """The box at the end of chapter 7: this run's file, training and backtest, live with/without
+    """The box at the end of chapter 7: this run's file, training and backtest (on the validation
+    split: chapter 7 leaves its test split unread), live with/without
     runs and the dividends the file misses; the committed record's with/without verdict (the
     non-overlap rule has no equivalence margin, so an uncalled comparison is inconclusive, never a
     tie), buy-and-hold and the paired tests. Returns a `MeasuredBox`."""
@@ -1159,9 +1160,10 @@ def factor_box(mine, facts: Mapping, result, bt, live: Mapping, dividend_gap: fl
             "file": f"{len(mine.full.tickers)} stocks, {facts['trading_days']} trading days, "
                     f"features {', '.join(facts['features'])}",
             "training on the file": f"{result.env_steps:,} env-steps in {result.wall_seconds:.1f} s (one run, this machine), "
-                                    f"test Sharpe {bt.table().loc['agent', 'sharpe_ratio']:.2f}",
+                                    f"validation Sharpe {bt.table().loc['agent', 'sharpe_ratio']:.2f} (the split its "
+                                    "checkpoint was chosen on; the test split unread)",
             "live with/without": f"{len(live['runs'])} runs of {live['total_steps']:,} env-steps",
-            "dividends missing from the file (2 % yield)": f"{dividend_gap:+.1%} of buy-and-hold's test return",
+            "dividends missing from the file (2 % yield)": f"{dividend_gap:+.1%} of buy-and-hold's validation return",
         },
         committed={
             "bench_factor.json": f"{record['date']}, seeds {record['seeds']}, {record['total_steps']:,} env-steps per run",

@@ -474,35 +474,48 @@ def plot_projection(models: dict[str, CostModel], baseline: "float | TrainerMode
     ``measured`` adds each label's measured points ``{P: (median, low, high)}`` (speed-ups) with
     whiskers, and the line of perfect scaling. Each curve is the model's `CostModel.projectable`
     form: a negative fitted overhead is drawn as 0 (`clamped_terms` says which models that
-    changes). The legend sits below the axes. A two-point fit is least strained close to its points: chapters 4 and 5 draw it to 8 (``max_processes=8``)."""
+    changes). The y axis is linear from 0 to at least 2× (a log axis squashed points between 0.9 and
+    1.15 into a few pixels), so the perfect-scaling line leaves the top; each curve's last value is
+    written beside it. The legend sits below the axes. A two-point fit is least strained close to its points: chapters 4 and 5 draw it to 8 (``max_processes=8``)."""
     counts = list(range(1, max_processes + 1))
     ax.axvspan(measured_up_to + 0.5, max_processes + 0.5, color="tab:orange", alpha=0.08)
     ax.text(measured_up_to + 0.7, 0.97, "projection (cost model)", transform=ax.get_xaxis_transform(),
             va="top", fontsize="small", color="tab:orange")
     ax.plot(counts, counts, color="grey", linestyle=":", linewidth=1, label="perfect: P × the baseline")
+    heights = [1.0]  # every value drawn, for the axis's top
     for k, (label, model) in enumerate(models.items()):
         color = f"C{k}"
         if label in hypothetical:  # its own single process is its baseline: it runs on other hardware
             own = model.projectable().samples_per_s(1)
-            ax.plot(counts, [model.projectable().samples_per_s(p) / own for p in counts], ":", color=color,
+            speed = [model.projectable().samples_per_s(p) / own for p in counts]
+            ax.plot(counts, speed, ":", color=color,
                     linewidth=2, label=f"{label}: what-if model, against its own 1 {unit[:-1]}")
-            continue
-        speed = [model.projectable().samples_per_s(p) / _baseline_rate(baseline, p * model.samples_per_process)
-                 for p in counts]
-        inside = [p for p in counts if p <= measured_up_to]
-        ax.plot(inside, speed[:len(inside)], "-", color=color, label=f"{label}: model")
-        ax.plot(counts[len(inside) - 1:], speed[len(inside) - 1:], ":", color=color, linewidth=2)
-        for p, (median, low, high) in measured.get(label, {}).items():
-            ax.errorbar([p], [median], yerr=[[median - low], [high - median]], fmt="o", color=color, capsize=4,
-                        label=f"{label}: measured" if p == min(measured[label]) else None)
+        else:
+            speed = [model.projectable().samples_per_s(p) / _baseline_rate(baseline, p * model.samples_per_process)
+                     for p in counts]
+            inside = [p for p in counts if p <= measured_up_to]
+            ax.plot(inside, speed[:len(inside)], "-", color=color, label=f"{label}: model")
+            ax.plot(counts[len(inside) - 1:], speed[len(inside) - 1:], ":", color=color, linewidth=2)
+            for p, (median, low, high) in measured.get(label, {}).items():
+                ax.errorbar([p], [median], yerr=[[median - low], [high - median]], fmt="o", color=color, capsize=4,
+                            label=f"{label}: measured" if p == min(measured[label]) else None)
+                above = k % 2 == 0  # two curves' labels at one point: one above its whisker, one below
+                ax.annotate(f"{median:.2f}×", (p, high if above else low), xytext=(0, 3 if above else -3),
+                            textcoords="offset points", ha="center", va="bottom" if above else "top",
+                            fontsize="small", color=color)
+                heights.append(high)
+        heights += speed
+        ax.annotate(f"{speed[-1]:.2f}×", (counts[-1], speed[-1]), xytext=(4, 0), textcoords="offset points",
+                    va="center", fontsize="small", color=color)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xscale("log", base=2)
-    ax.set_yscale("log", base=2)
+    ax.set_xlim(0.85, max_processes * 1.35)  # room for the last values' labels
+    ax.set_ylim(0, max(2.0, 1.15 * max(heights)))  # linear, from 0: a ratio's size reads as its height
     ax.set_xticks([p for p in (1, 2, 4, 8, 16, 32) if p <= max_processes], [str(p) for p in (1, 2, 4, 8, 16, 32)
                                                                               if p <= max_processes])
     ax.set_xlabel(f"{unit} (each with its own core or device, as the model assumes)")
-    ax.set_ylabel("speed-up over the fastest single process" + (" with as many envs" if isinstance(
-        baseline, TrainerModel) else ""))
+    ax.set_ylabel("speed-up over the fastest\nsingle process" + (" with as many envs" if isinstance(
+        baseline, TrainerModel) else "") + ("\n(a what-if: over its own 1 " + unit[:-1] + ")" if hypothetical else ""))
     ax.set_title(title, fontsize="medium")
     ax.grid(alpha=0.3, which="both")
     # below the axes, so that it hides neither the curves nor the band's label
@@ -676,7 +689,7 @@ def peer_comparisons(peer_records: Iterable[dict], margin: float | None = SPEED_
     No ratio sets different numbers of accounts of different libraries against each other. Columns:
     what is compared, the accounts of each side, the ratio of the medians, the range of the
     round-by-round ratios (``bench peers`` times every measurement once per round, so run *i* of
-    every record comes from round *i*) and the verdict (`speed_verdict` with ``margin``:
+    every record comes from round *i*; the ratios themselves in ``rounds``) and the verdict (`speed_verdict` with ``margin``:
     ``faster``/``slower`` only if every round says so, ``tie`` only if every round lies within
     ``1 ± margin``, else ``inconclusive``), recomputed from the stored runs."""
     records = [r for r in peer_records if "runs" in r and "label" in r]
@@ -698,7 +711,8 @@ def peer_comparisons(peer_records: Iterable[dict], margin: float | None = SPEED_
         rows[label] = {"compares": kind, "accounts": accounts[0] if accounts[0] == accounts[1] else
                        f"{accounts[0]:,} vs {accounts[1]:,}", "numerator": numerator["label"],
                        "baseline": denominator["label"], "ratio of medians": _peer_rate(numerator) / _peer_rate(denominator),
-                       "round by round: min": min(rounds), "max": max(rounds), "verdict": speed_verdict(rounds, margin)}
+                       "round by round: min": min(rounds), "max": max(rounds), "verdict": speed_verdict(rounds, margin),
+                       "rounds": rounds}
 
     if 1 in ours and 1 in finrl:
         add("same accounts", ours[1], finrl[1])

@@ -2,6 +2,8 @@
 record, as pure functions; `finrl_tutorial.bench.sweep` measures and writes the records."""
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from ..bench.sweep import verdict
@@ -72,10 +74,15 @@ def sweep_caption(record: dict, name: str, reader_out: str | None = None) -> str
     from .teaching import reader_command  # the same rule for every record's command
 
     machine_info = record["machine"]
-    lines = [f"Record {name}: {record['date']}, {machine_info['platform']}, {machine_info['cpu_count']} CPUs, "
-             f"torch {machine_info['torch']}; seeds {record['seeds']}, {record['total_steps']:,} env-steps per run, "
-             f"{record['evaluations'] + 1} validations each."]
     parts = record.get("merged_from", [])
+    asked = re.search(r"--total-steps (\d+)", parts[0]["command"] if parts else record["command"])
+    rounded = (f" (the command's --total-steps {int(asked.group(1)):,} rounded down to whole iterations that split "
+               f"into --evaluations {record['evaluations']} equal parts)"
+               if asked and int(asked.group(1)) != record["total_steps"] else "")
+    lines = [f"Record {name}: {record['date']}, {machine_info['platform']}, {machine_info['cpu_count']} CPUs, "
+             f"torch {machine_info['torch']}; seeds {record['seeds']}, {record['total_steps']:,} env-steps per run"
+             f"{rounded}, {record['evaluations'] + 1} validations each (one after the first iteration, then one at "
+             f"the end of each of the {record['evaluations']} parts)."]
     if reader_out is not None:
         source = parts[0]["command"] if parts else record["command"]
         lines.append(f"To make it again ({len(record['runs'])} runs): "

@@ -30,11 +30,12 @@ UPDATES = 3  # update() calls in a row: the later ones also check that Adam's st
 _FIELDS = ("obs", "actions", "log_probs", "rewards", "values", "next_values", "dones")
 
 
-def equivalence_config() -> PPOConfig:
-    """One minibatch (the whole local rollout), one epoch, no per-minibatch advantage standardisation."""
+def equivalence_config(normalize_advantages: bool = False) -> PPOConfig:
+    """One minibatch (the whole local rollout), one epoch, and by default no per-minibatch advantage
+    standardisation (with it, each rank standardises its half by that half's own mean and spread)."""
     return PPOConfig(num_envs=NUM_ENVS, horizon_len=HORIZON, batch_size=HORIZON * NUM_ENVS, repeat_times=1,
-                     normalize_advantages=False, target_kl=None, hidden_sizes=(32, 32), learning_rate=1e-3,
-                     network="mlp")
+                     normalize_advantages=normalize_advantages, target_kl=None, hidden_sizes=(32, 32),
+                     learning_rate=1e-3, network="mlp")
 
 
 def fixed_rollout() -> Rollout:
@@ -61,22 +62,23 @@ def initial_agent() -> ActorCritic:
     return ActorCritic.from_config(OBS_DIM, ACTION_DIM, equivalence_config(), "shares")  # a plain Gaussian
 
 
-def run_updates(learner, agent, rollout: Rollout, all_reduce_mean=lambda x: x) -> list[dict]:
+def run_updates(learner, agent, rollout: Rollout, all_reduce_mean=lambda x: x,
+                normalize_advantages: bool = False) -> list[dict]:
     """``UPDATES`` calls of `update` (through ``learner``, the DDP wrapper or the agent itself)."""
-    config = equivalence_config()
+    config = equivalence_config(normalize_advantages)
     optimizer = make_optimizer(agent, config)
     order = torch.Generator().manual_seed(0)
     return [update(learner, optimizer, rollout, config, None, order, all_reduce_mean) for _ in range(UPDATES)]
 
 
-def single_process_weights() -> tuple[dict, list[dict]]:
+def single_process_weights(normalize_advantages: bool = False) -> tuple[dict, list[dict]]:
     """The weights and losses of one process updating on the whole rollout."""
     agent = initial_agent()
-    losses = run_updates(agent, agent, fixed_rollout())
+    losses = run_updates(agent, agent, fixed_rollout(), normalize_advantages=normalize_advantages)
     return agent.state_dict(), losses
 
 
-def _rank(rank: int, world_size: int, port: int, out: str, timeout_s: float) -> None:
+def _rank(rank: int, world_size: int, port: int, out: str, timeout_s: float, normalize_advantages: bool) -> None:
     torch.set_num_threads(1)
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank),
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
@@ -86,7 +88,7 @@ def _rank(rank: int, world_size: int, port: int, out: str, timeout_s: float) -> 
     try:
         agent = initial_agent()
         losses = run_updates(context.wrap(agent), agent, env_slice(fixed_rollout(), rank, world_size),
-                             context.all_reduce_mean)
+                             context.all_reduce_mean, normalize_advantages)
         torch.save({"state": agent.state_dict(), "losses": losses}, os.path.join(out, f"rank{rank}.pt"))
     finally:
         context.close()
@@ -115,9 +117,12 @@ class Equivalence:
                 for name, value in self.whole.items()}
 
 
-def ddp_equivalence(out_dir: str | Path | None = None, world_size: int = 2, timeout_s: float = 60.0) -> Equivalence:
+def ddp_equivalence(out_dir: str | Path | None = None, world_size: int = 2, timeout_s: float = 60.0,
+                    normalize_advantages: bool = False) -> Equivalence:
     """Run the DDP ranks (spawned CPU processes, gloo) and the single process; see the module docstring.
-    The ranks save their results to ``out_dir/rank{r}.pt`` (a temporary folder by default)."""
+    The ranks save their results to ``out_dir/rank{r}.pt`` (a temporary folder by default). With
+    ``normalize_advantages`` every side standardises its advantages per minibatch, as the trainer
+    does: the ranks then no longer compute one process's update, and the differences say by how much."""
     import torch.multiprocessing as mp
 
     if NUM_ENVS % world_size:
@@ -128,7 +133,8 @@ def ddp_equivalence(out_dir: str | Path | None = None, world_size: int = 2, time
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
-        mp.spawn(_rank, args=(world_size, port, str(out), timeout_s), nprocs=world_size, join=True)
+        mp.spawn(_rank, args=(world_size, port, str(out), timeout_s, normalize_advantages), nprocs=world_size,
+                 join=True)
         ranks = [torch.load(out / f"rank{r}.pt", weights_only=True) for r in range(world_size)]
-    whole, whole_losses = single_process_weights()
+    whole, whole_losses = single_process_weights(normalize_advantages)
     return Equivalence(ranks, whole, whole_losses, initial_agent().state_dict())

@@ -1,0 +1,93 @@
+"""The intro's table states one finding per chapter; each number it quotes is recomputed here from the
+committed record the chapter reads, so the intro cannot drift from the chapters."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import finrl_tutorial as ft
+from finrl_tutorial.book import batched, benchmarks, learners, learning, read_records, scale, teaching, workers
+
+INTRO = (Path(__file__).resolve().parents[1] / "book" / "intro.md").read_text(encoding="utf-8")
+
+
+def _row(chapter: str) -> str:
+    """The intro table's row of ``chapter`` (e.g. ``"04_workers"``)."""
+    return next(line for line in INTRO.splitlines() if line.startswith(f"| {{doc}}`{chapter}`"))
+
+
+@pytest.fixture(scope="module")
+def quiet():
+    return read_records(scale.SCALE_RECORD)
+
+
+def test_the_workers_row_reads_the_quiet_record(quiet):
+    row = _row("04_workers")
+    model = scale.fit_cost_model(quiet, "workers", learner_threads=2)
+    one_thread = scale.fit_cost_model(quiet, "workers", learner_threads=1)
+    said = (f"the update is {model.serial_fraction:.0%} of one worker's iteration",
+            f"never pass {1 / one_thread.serial_fraction:.2f}× one worker's samples/s",
+            f"({model.thread_speedup / model.serial_fraction:.2f}× with the update on two threads)")
+    assert all(part in row for part in said), said
+    table = scale.speedups(quiet, layouts=["trainer", "workers"])
+    assert "faster" not in set(table.loc[table["layout"] == "workers", "verdict"])  # "no worker layout was faster ..."
+    trainer = scale.fit_trainer_model(quiet)
+    projected = scale.project(model, (4, 8), baseline=trainer)["speed-up"]
+    assert {f"{value:.2f}" for value in projected} == {"1.11"} and "projects 1.11× for 4 and for 8 workers" in row
+
+
+def test_the_learners_row_reads_the_quiet_record(quiet):
+    row = _row("05_learners")
+    table = scale.speedups(quiet, layouts=["trainer", "ddp"])
+    _, _, two = learners.ddp_labels(table)
+    assert table.loc[two, "verdict"] == "faster" and f"{table.loc[two, 'speed-up']:.2f}× the fastest in-process" in row
+    family = learners.speed_family(quiet, read_records(scale.LOADED_SCALE_RECORD))
+    assert (family["Holm verdict"] == "inconclusive").all() and "not significantly after Holm" in row
+    steps = learners.optimiser_steps(quiet, two), learners.optimiser_steps(quiet, table["baseline"].iloc[0])
+    assert steps[0][0] < steps[1][0] and steps[0][1] > steps[1][1] and "fewer, larger optimiser steps" in row
+
+
+def test_the_vecenv_row_reads_the_quiet_and_loaded_records(quiet):
+    row = _row("06_vecenv_vs_vmap")
+    committed = batched.committed_reading(quiet, read_records(scale.LOADED_SCALE_RECORD))
+    costs = batched.call_costs(quiet)
+    vmap_fixed = costs.loc["vmap env", "c ÷ batched env's"]
+    said = (f"the batched env ran {committed['two accounts']['speed-up']:.1f}× the subprocess",
+            f"made {committed['two processes']['speed-up']:.2f}× one process",
+            f"at {vmap_fixed:.2f}× the batched env's fixed cost")
+    assert all(part in row for part in said), said
+
+
+def test_the_own_data_row_reads_the_factor_record():
+    row = _row("07_your_own_data")
+    record = read_records("bench_factor.json")[0]
+    reading = learning.factor_reading(record)
+    assert reading["below"] == reading["runs"] == 6 and "all 6 runs" in row
+    tests = teaching.sweep_comparisons(record)
+    assert f"paired p = {tests['p (Holm)'].min():.2f} at best" in row
+    assert "the test split is left unread" in row
+
+
+def test_the_benchmarks_row_reads_the_peer_record_and_the_full_run():
+    row = _row("08_benchmarks")
+    comparisons = benchmarks.peer_verdicts(read_records("bench_peers.jsonl"))
+    finrl = comparisons.loc[comparisons["numerator"] == "our_env_single", "ratio of medians"].iloc[0]
+    elegant = comparisons[comparisons["numerator"].str.startswith("our_env_vec")
+                          & comparisons["baseline"].str.startswith("elegantrl")]["ratio of medians"]
+    assert f"our single env ran {benchmarks.times(finrl)} FinRL's" in row
+    assert f"our batched env {benchmarks.times(elegant.min())}–{benchmarks.times(elegant.max())} ElegantRL's" in row
+    full = read_records("main_job_5seeds_report.json")[0]
+    untrained = benchmarks.untrained_reading(full)["untrained"]
+    hold = full["baselines"]["equal_weight_buy_and_hold"]["sharpe_ratio"]
+    agent = full["agent"]["sharpe_ratio"]
+    assert agent < untrained and agent < hold
+    said = (f"(test Sharpe {agent:.2f} ± {full['agent_std']['sharpe_ratio']:.2f} over {len(full['seeds'])} seeds)",
+            f"below the untrained agent ({untrained:.2f}) and buy-and-hold ({hold:.2f})")
+    assert all(part in row for part in said), said
+
+
+def test_every_chapter_row_of_the_intro_states_a_finding():
+    for chapter in ("04_workers", "05_learners", "06_vecenv_vs_vmap", "07_your_own_data", "08_benchmarks"):
+        assert any(ch.isdigit() for ch in _row(chapter).split("|")[2]), chapter  # a number, not only a topic
+    assert ft.book.workers is workers
