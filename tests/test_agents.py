@@ -87,7 +87,8 @@ class _ScriptedEnv:
         final_obs = torch.full((2, 1), float(self.t))
         final_obs[0] = 100.0 + self.t  # a distinct final observation for env 0
         next_obs = torch.where((terminated | truncated).unsqueeze(-1), torch.zeros(2, 1), final_obs)
-        info = {"final_obs": final_obs, "wealth": torch.ones(2)}
+        info = {"final_obs": final_obs, "wealth": torch.ones(2), "market_reward": torch.zeros(2),
+                "overnight_reward": torch.zeros(2), "reward_per_weight": torch.zeros(2, 1)}
         return next_obs, torch.ones(2), terminated, truncated, info
 
 
@@ -161,7 +162,7 @@ def test_fast_code_computes_what_its_plain_code_computes():
     nets[1].load_state_dict(nets[0].state_dict())
     for net, optimizer in zip(nets, (fast.adam(nets[0].parameters(), lr=1e-3, eps=1e-5),
                                      torch.optim.Adam(nets[1].parameters(), lr=1e-3, eps=1e-5))):
-        _, log_prob, _, value = net(final_obs, torch.ones(6, 4))  # the same actions for both
+        _, log_prob, _, value, _ = net(final_obs, torch.ones(6, 4))  # the same actions for both
         (value.square().mean() - log_prob.mean()).backward()
         optimizer.step()
     for a, b in zip(nets[0].parameters(), nets[1].parameters()):
@@ -219,7 +220,7 @@ def _synthetic_rollout(agent, horizon, num_envs, obs_dim, action_dim, seed=0, ze
     rollout = Rollout.empty(horizon, num_envs, obs_dim, action_dim, "cpu")
     rollout.obs.copy_(torch.randn(horizon, num_envs, obs_dim, generator=generator))
     with torch.no_grad():
-        action, log_prob, _, value = agent(rollout.obs)
+        action, log_prob, _, value, _ = agent(rollout.obs)
     rollout.actions.copy_(action)
     rollout.log_probs.copy_(log_prob)
     if not zero:
@@ -247,7 +248,7 @@ def test_update_makes_repeat_times_passes_of_ceil_rollout_over_batch_minibatches
     assert losses["loss/minibatches"] == expected
     assert cfg.num_minibatches * repeat == expected
     assert set(losses) == {"loss/policy", "loss/value", "loss/entropy", "loss/approx_kl", "loss/clip_fraction",
-                           "loss/minibatches"}
+                           "loss/pathwise", "loss/minibatches"}
     assert all(math.isfinite(v) for v in losses.values())
 
 
@@ -299,7 +300,7 @@ def test_stored_log_probs_equal_recomputed_ones_before_the_first_update(sse15):
     collect_rollout(env, agent, rollout, obs)
     flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731
     with torch.no_grad():
-        _, log_prob, _, value = agent(flat(rollout.obs), flat(rollout.actions))
+        _, log_prob, _, value, _ = agent(flat(rollout.obs), flat(rollout.actions))
     torch.testing.assert_close(log_prob, flat(rollout.log_probs), rtol=0, atol=1e-5)
     torch.testing.assert_close(value, flat(rollout.values), rtol=0, atol=1e-6)
     # ratio 1 everywhere: the first minibatch of an update starts with zero KL and nothing clipped

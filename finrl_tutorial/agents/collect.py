@@ -32,12 +32,16 @@ class Rollout:
     values: torch.Tensor
     next_values: torch.Tensor  # V(next state): V(final obs) at a truncation, 0 at a termination
     dones: torch.Tensor        # the episode ended after this step (terminated or truncated)
+    market_rewards: torch.Tensor     # the env's market_reward: what the day paid, whatever the action
+    reward_per_weight: torch.Tensor  # [..., S] the env's reward_per_weight: the day's frictionless reward per unit weight
+    sampling_luck: torch.Tensor      # frictionless reward of the sampled action minus the policy's average one
+    average_rewards: torch.Tensor    # the env's overnight_reward + the policy's average frictionless reward
     stats: dict = field(default_factory=dict)
 
     @classmethod
     def empty(cls, horizon_len: int, num_envs: int, obs_dim: int, action_dim: int, device, dtype=torch.float32):
         z = lambda *shape: torch.zeros(horizon_len, num_envs, *shape, device=device, dtype=dtype)  # noqa: E731
-        return cls(z(obs_dim), z(action_dim), z(), z(), z(), z(), z())
+        return cls(z(obs_dim), z(action_dim), z(), z(), z(), z(), z(), z(), z(action_dim), z(), z())
 
 
 @runtime_checkable

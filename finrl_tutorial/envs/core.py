@@ -400,6 +400,40 @@ def step_account(account: Account, action: torch.Tensor, market: MarketArrays, c
     return new_account, reward, terminated, truncated, fee, traded, dividend_paid, tax_paid
 
 
+def reward_references(account: Account, market: MarketArrays, config: EnvConfig):
+    """The parts of the coming step's reward that the day's prices set, whatever the action.
+
+    Returns ``market_reward [...], overnight_reward [...], reward_per_weight [..., S]``:
+
+    * ``market_reward``: the reward of ``initial_cash`` held in every stock in equal parts over the
+      step, ``reward_scale × mean_i(close_{t+1,i} / pre_close_{t+1,i} − 1)`` (``pre_close`` is the
+      last close adjusted for the day's corporate action): the same for every account on the same
+      day, whatever any account holds or does.
+    * ``overnight_reward``: what the account's holdings gain from the close of ``t`` to the open of
+      ``t+1``, before any order fills (0 with ``execution="close"``, which fills at the close).
+    * ``reward_per_weight``: what a unit of target weight in stock i earns from the fill to the next
+      close with no fees, lots or limits, ``reward_scale × wealth_t / initial_cash × (close_{t+1,i}
+      / fill price_i − 1)``; so the frictionless reward of target weights w is ``Σ_i w_i ×
+      reward_per_weight_i``.
+
+    So a step's reward is ``overnight_reward + Σ_i w_i × reward_per_weight_i`` less the fees,
+    slippage and lot rounding of the fill. The learners use these parts to take out of the
+    reward, before the policy gradient, what no choice of the action changes
+    (`finrl_tutorial.agents.PPOConfig`'s ``market_baseline`` and ``pathwise``).
+    """
+    next_day = account.day + 1
+    close, reference = market.close[next_day], market.pre_close[next_day]
+    scale = config.reward_scale / config.initial_cash
+    market_reward = (close / reference - 1).mean(-1) * config.reward_scale
+    if config.execution == "open":
+        fill = market.open[next_day]
+        # the held shares after the day's bonus shares, from the adjusted last close to the open
+        overnight = (account.holdings * market.split_ratio[next_day] * (fill - reference)).sum(-1) * scale
+    else:
+        fill, overnight = reference, torch.zeros_like(account.wealth)
+    return market_reward, overnight, (close / fill - 1) * (account.wealth * scale).unsqueeze(-1)
+
+
 def _int64(constant: int) -> int:
     """A 64-bit constant as the signed int64 torch stores (the bits are what matter)."""
     return constant - (1 << 64) if constant >= 1 << 63 else constant

@@ -9,7 +9,7 @@ from ..data.market import MarketData
 from ..errors import InputError, check_int
 from .core import (OBSERVATION_BOUND, EnvConfig, MarketArrays, check_action_tensor, check_env_arguments,
                    check_reset_options, draw_start_days, initial_account, observation_size, observe,
-                   start_days_option, step_account)
+                   reward_references, start_days_option, step_account)
 
 
 class StockTradingEnv(gym.Env):
@@ -18,7 +18,9 @@ class StockTradingEnv(gym.Env):
     Uses the same step function and rules as the batched envs (see `finrl_tutorial.envs.core`).
     ``terminated`` means ruin; ``truncated`` means the episode length (``episode_days``) or the data's end was reached.
     ``info`` has ``wealth``, ``fee``, ``traded_value``, ``dividend`` (cash dividends received on
-    the step, pre-tax), ``dividend_tax`` (withheld on the step, `EnvConfig.dividend_tax`), ``day`` and ``date``.
+    the step, pre-tax), ``dividend_tax`` (withheld on the step, `EnvConfig.dividend_tax`), ``day`` and ``date``;
+    after a step also ``market_reward``, ``overnight_reward`` and ``reward_per_weight``, the parts of the reward that the
+    day's prices set whatever the action (`finrl_tutorial.envs.core.reward_references`).
     """
 
     metadata = {"render_modes": []}
@@ -72,8 +74,11 @@ class StockTradingEnv(gym.Env):
             raise InputError(f"action has non-finite value(s) {values[bad[:3]].tolist()} for stock(s) "
                              f"{[self.market.tickers[i] for i in bad[:3]]}: a NaN would poison the account")
         action = torch.as_tensor(values, dtype=self.dtype)
+        market_reward, overnight_reward, reward_per_weight = reward_references(self.account, self.arrays, self.config)
         self.account, reward, terminated, truncated, fee, traded, dividend, tax = step_account(
             self.account, action, self.arrays, self.config)
         info = self._info(fee=float(fee), traded_value=float(traded), dividend=float(dividend),
-                          dividend_tax=float(tax))
+                          dividend_tax=float(tax), market_reward=float(market_reward),
+                          overnight_reward=float(overnight_reward),
+                          reward_per_weight=reward_per_weight.numpy())
         return self._obs(), float(reward), bool(terminated), bool(truncated), info

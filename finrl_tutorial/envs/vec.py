@@ -11,7 +11,7 @@ from ..data.market import MarketData
 from ..errors import InputError, check_int, require_device
 from .core import (OBSERVATION_BOUND, Account, EnvConfig, MarketArrays, check_action_tensor, check_env_arguments,
                    check_reset_options, counter_uniform, draw_start_days, initial_account, observation_size, observe,
-                   seed_counters, start_days_option, step_account)
+                   reward_references, seed_counters, start_days_option, step_account)
 
 
 class VecStockTradingEnv(VectorEnv):
@@ -43,6 +43,8 @@ class VecStockTradingEnv(VectorEnv):
     every step's ``info``, not only when an env finished: deciding that would cost a host sync.
     The top-level ``wealth``, ``fee``, ... describe the step just taken by every env, also one
     that finished (gymnasium's ``SyncVectorEnv`` puts the reset info there, which is empty here).
+    ``market_reward``, ``overnight_reward`` and ``reward_per_weight`` are the parts of the step's reward that the day's
+    prices set whatever the action (`finrl_tutorial.envs.core.reward_references`).
     The step keeps static shapes and never synchronises with the host, so it can be captured
     in a CUDA graph or compiled with ``torch.compile(fullgraph=True)``.
     """
@@ -131,6 +133,7 @@ class VecStockTradingEnv(VectorEnv):
             env, stock = torch.nonzero(~torch.isfinite(action))[0].tolist()
             raise InputError(f"non-finite action {float(action[env, stock])} for env {env}, stock "
                              f"{self.market.tickers[stock]}: a NaN would poison the account")
+        market_reward, overnight_reward, reward_per_weight = reward_references(self.account, self.arrays, self.config)
         stepped, reward, terminated, truncated, fee, traded, dividend, tax = self._step_accounts(action)
         final_obs = observe(stepped, self.arrays)
         done = terminated | truncated
@@ -141,7 +144,8 @@ class VecStockTradingEnv(VectorEnv):
             target.copy_(torch.where(done.view(-1, *([1] * (new.dim() - 1))), new, old))
         obs = torch.where(done.unsqueeze(-1), observe(self.account, self.arrays), final_obs)
         step_info = {"wealth": stepped.wealth, "fee": fee, "traded_value": traded, "dividend": dividend,
-                     "dividend_tax": tax}
+                     "dividend_tax": tax, "market_reward": market_reward, "overnight_reward": overnight_reward,
+                     "reward_per_weight": reward_per_weight}
         info = {**step_info, "final_obs": final_obs, "_final_obs": done, "final_info": step_info,
                 "_final_info": done}
         return obs, reward, terminated, truncated, info

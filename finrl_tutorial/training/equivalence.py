@@ -15,6 +15,7 @@ check that Adam's state stays in step too.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import tempfile
@@ -27,7 +28,7 @@ from ..agents import ActorCritic, PPOConfig, Rollout, make_optimizer, update
 
 HORIZON, NUM_ENVS, OBS_DIM, ACTION_DIM = 16, 8, 7, 3
 UPDATES = 3  # update() calls in a row: the later ones also check that Adam's state stays in step
-_FIELDS = ("obs", "actions", "log_probs", "rewards", "values", "next_values", "dones")
+_FIELDS = tuple(f.name for f in dataclasses.fields(Rollout) if f.name != "stats")  # the tensors
 
 
 def equivalence_config(normalize_advantages: bool = False) -> PPOConfig:
@@ -47,7 +48,8 @@ def fixed_rollout() -> Rollout:
 
     dones = (torch.rand(HORIZON, NUM_ENVS, generator=generator) < 0.1).float()
     return Rollout(obs=rand(OBS_DIM), actions=rand(ACTION_DIM).clamp(-1, 1), log_probs=rand() - 3.0,
-                   rewards=rand(), values=rand(), next_values=rand(), dones=dones)
+                   rewards=rand(), values=rand(), next_values=rand(), dones=dones, market_rewards=rand(),
+                   reward_per_weight=rand(ACTION_DIM), sampling_luck=rand(), average_rewards=rand())
 
 
 def env_slice(rollout: Rollout, rank: int, world_size: int) -> Rollout:

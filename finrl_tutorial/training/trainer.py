@@ -32,7 +32,8 @@ from .run import EVAL_EVERY, Run, given_or_open
 LOG_COLUMNS = (
     "iteration", "env_steps", "wall_seconds", "samples_per_s", "learning_rate",
     "train/episodes", "train/final_wealth", "train/reward_mean",
-    "loss/policy", "loss/value", "loss/entropy", "loss/approx_kl", "loss/clip_fraction", "loss/minibatches",
+    "loss/policy", "loss/value", "loss/entropy", "loss/approx_kl", "loss/clip_fraction", "loss/pathwise",
+    "loss/minibatches",
     "valid/sharpe_ratio", "valid/cumulative_return", "valid/max_drawdown",
 )
 """Columns of ``log.csv``, in order; a value not measured in an iteration is empty (NaN)."""

@@ -223,7 +223,7 @@ class WorkerPool:
         # The policy the workers act with, in shared memory: the learner copies its weights in.
         self._policy = ActorCritic.from_config(self.observation_dim, self.action_dim, config,
                                                env_config.action_mode).share_memory()
-        shapes = {"obs": (self.observation_dim,), "actions": (self.action_dim,)}
+        shapes = {"obs": (self.observation_dim,), "actions": (self.action_dim,), "reward_per_weight": (self.action_dim,)}
         self._buffers = {name: torch.zeros(self.horizon_len, self.num_envs, *shapes.get(name, ())).share_memory_()
                          for name in _ROLLOUT_FIELDS}
         self._obs = torch.zeros(self.num_envs, self.observation_dim).share_memory_()
