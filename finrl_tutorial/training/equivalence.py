@@ -36,7 +36,7 @@ def equivalence_config(normalize_advantages: bool = False) -> PPOConfig:
     standardisation (with it, each rank standardises its half by that half's own mean and spread)."""
     return PPOConfig(num_envs=NUM_ENVS, horizon_len=HORIZON, batch_size=HORIZON * NUM_ENVS, repeat_times=1,
                      normalize_advantages=normalize_advantages, target_kl=None, hidden_sizes=(32, 32),
-                     learning_rate=1e-3, network="mlp")
+                     learning_rate=1e-3, network="mlp", gae_lambda=0.95)  # λ: the one chapter 5's numbers were read with
 
 
 def fixed_rollout() -> Rollout:
@@ -47,9 +47,13 @@ def fixed_rollout() -> Rollout:
         return torch.randn(HORIZON, NUM_ENVS, *shape, generator=generator)
 
     dones = (torch.rand(HORIZON, NUM_ENVS, generator=generator) < 0.1).float()
+    # the parts of the reward that the day's prices set are 0 here: the check is the update's arithmetic
+    # across ranks (the agent is a plain Gaussian, with no portfolio head for the pathwise gradient)
+    zeros = torch.zeros(HORIZON, NUM_ENVS)
     return Rollout(obs=rand(OBS_DIM), actions=rand(ACTION_DIM).clamp(-1, 1), log_probs=rand() - 3.0,
-                   rewards=rand(), values=rand(), next_values=rand(), dones=dones, market_rewards=rand(),
-                   reward_per_weight=rand(ACTION_DIM), sampling_luck=rand(), average_rewards=rand())
+                   rewards=rand(), values=rand(), next_values=rand(), dones=dones, market_rewards=zeros,
+                   reward_per_weight=torch.zeros(HORIZON, NUM_ENVS, ACTION_DIM), sampling_luck=zeros,
+                   average_rewards=zeros)
 
 
 def env_slice(rollout: Rollout, rank: int, world_size: int) -> Rollout:
