@@ -487,3 +487,30 @@ def test_broken_tables_break_one_thing_each():
                                                                                                   "600999.SH"}
     for name, frame in cases.items():  # the good table itself is untouched
         assert good.loc[9, "high"] == 11.0 and "volume" in good, name
+
+
+# --------------------------------------------------------------------------- two learners on the same cells
+
+
+def test_learner_comparison_sets_two_records_side_by_side_per_group_of_markets(realistic):
+    table = learning.learner_comparison(realistic, realistic)
+    pd.testing.assert_frame_equal(table.xs("before", level="learner"), table.xs("today", level="learner"))
+    assert set(table.index.get_level_values("markets")) == {"0-4"}
+    row = table.loc[(0.05, 30, "0-4", "before")]
+    summary = next(r for r in realistic["summary"] if r["ic"] == 0.05 and r["stocks"] == 30 and r["select"] == "best"
+                   and r["env_steps"] == r["run_steps"] == 300_000 and r["learner"] == "ppo")
+    assert row["agent excess (mean)"] == pytest.approx(summary["test_excess_mean"])
+    assert row["chosen on 4 years: captured (pooled)"] == pytest.approx(summary["informed_train_valid_capture_pooled"])
+    assert row["beats buy-and-hold"] == f"{summary['beats_buy_and_hold']} of 5"
+    # markets from 100 on form a group of their own, not pooled with markets 0-4
+    fresh = {**realistic, "cases": [{**c, "seed": c["seed"] + 100} for c in realistic["cases"]]}
+    both = learning.learner_comparison(realistic, {**realistic, "cases": realistic["cases"] + fresh["cases"]})
+    assert set(both.xs("today", level="learner").index.get_level_values("markets")) == {"0-4", "100-104"}
+
+
+def test_learner_differences_pair_only_the_same_markets(realistic):
+    same = learning.learner_differences(realistic, realistic)
+    assert len(same) == 15 and (same["difference"] == 0).all()
+    moved = {**realistic, "cases": [{**c, "seed": 100} if c["seed"] == 0 else c for c in realistic["cases"]]}
+    paired = learning.learner_differences(realistic, moved)
+    assert len(paired) == 12 and 0 not in set(paired["market"])

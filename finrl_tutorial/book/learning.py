@@ -28,7 +28,8 @@ __all__ = [
     "style_signal_rule", "learn_method", "learn_rebuilt", "walkforward_reading", "walkforward_chosen_table", "walkforward_method", "realistic_provenance",
     "realistic_method", "style_realistic", "style_oracles", "budget_table", "budget_reading", "style_budgets",
     "edge_box", "walkforward_seed_differences", "with_seed_spread", "ic_scale", "walkforward_pooled_hold",
-    "near_margin", "margin_details", "walkforward_two_level", "with_two_level",
+    "near_margin", "margin_details", "walkforward_two_level", "with_two_level", "learner_comparison",
+    "style_comparison", "learner_differences",
     # chapter 2
     "live_runs_table", "style_live_runs", "deflation_against_hold", "TRAINER_LABEL", "trainer_base_cost", "plot_cost", "cost_reading",
     "update_cost_table", "timing_table", "cost_method", "kl_tables", "plot_kl", "kl_ratio_table",
@@ -422,6 +423,56 @@ def margin_details(near: Sequence[Mapping], margin: float) -> list[str]:
 
 
 # --------------------------------------------------------------------------- chapter 1.11: realistic strength
+
+def learner_comparison(before: Mapping, today: Mapping, budget: int = 300_000,
+                       cells: Sequence[tuple[float, int]] = ((0.05, 30), (0.03, 30), (0.05, 100))) -> pd.DataFrame:
+    """The realistic cells of two ``bench learn`` records at one budget, an earlier learner's
+    (``before``) beside today's, each group of markets apart: one row per (ic, stocks, markets,
+    learner), from `finrl_tutorial.bench.learn.summarize` on that group's runs of ``budget``
+    env-steps (checkpoint chosen on validation). Columns: the agent's mean test excess over
+    buy-and-hold, the informed oracle's (chosen on validation, and on four years) pooled capture,
+    the markets beaten by the interval, and the mean training seconds."""
+    from ..bench.learn import summarize
+
+    rows = []
+    for learner, record in (("before", before), ("today", today)):
+        for ic, stocks in cells:
+            runs = [c for c in record["cases"] if c["ic"] == ic and c.get("stocks", 10) == stocks
+                    and c.get("total_steps") == budget and c["algo"] == "ppo"]
+            for first in sorted({c["seed"] // 100 * 100 for c in runs}):
+                group = [c for c in runs if c["seed"] // 100 * 100 == first]
+                row = next(r for r in summarize(group) if r["select"] == "best" and r["env_steps"] == budget
+                           and r["learner"] == "ppo")
+                seeds = sorted(c["seed"] for c in group)
+                rows.append({"ic": ic, "stocks": stocks, "markets": f"{seeds[0]}-{seeds[-1]}", "learner": learner,
+                             "agent excess (mean)": row["test_excess_mean"],
+                             "informed oracle captured (pooled)": row.get("informed_capture_pooled"),
+                             "chosen on 4 years: captured (pooled)": row.get("informed_train_valid_capture_pooled"),
+                             "beats buy-and-hold": f"{row['beats_buy_and_hold']} of {row['seeds']}",
+                             "training seconds (mean)": row["train_seconds"]})
+    return pd.DataFrame(rows).set_index(["ic", "stocks", "markets", "learner"]).sort_index(level=[0, 1, 2], sort_remaining=False, ascending=[False, True, True])
+
+
+def learner_differences(before: Mapping, today: Mapping, budget: int = 300_000) -> pd.DataFrame:
+    """Market by market, on the markets both records ran (same ic, stocks and seed: the same market),
+    today's learner's test excess over buy-and-hold beside the earlier one's and the difference
+    ``today − before``, at the end of runs of ``budget`` env-steps (chosen on validation)."""
+    def excess(record):
+        return {(c["ic"], c.get("stocks", 10), c["seed"]): c["curve"]["best"][str(budget)]["test_excess"]
+                for c in record["cases"] if c.get("total_steps") == budget and c["algo"] == "ppo"}
+
+    old, new = excess(before), excess(today)
+    rows = [{"ic": key[0], "stocks": key[1], "market": key[2], "before": old[key], "today": new[key],
+             "difference": new[key] - old[key]} for key in sorted(new) if key in old]
+    return pd.DataFrame(rows, columns=["ic", "stocks", "market", "before", "today", "difference"])
+
+
+def style_comparison(table: pd.DataFrame):
+    """`learner_comparison` for the page: excess in percent, captures to two decimals, seconds whole."""
+    return table.style.format_index(lambda ic: f"{ic:g}", level="ic").format(
+        {"agent excess (mean)": "{:+.1%}", "informed oracle captured (pooled)": "{:.2f}",
+         "chosen on 4 years: captured (pooled)": "{:.2f}", "training seconds (mean)": "{:.0f}"}, na_rep="—")
+
 
 def realistic_provenance(realistic: Mapping) -> pd.DataFrame:
     """How each cell of the realistic ``bench learn`` record ran: one row per (cell, run length) with
