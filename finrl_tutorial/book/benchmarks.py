@@ -24,12 +24,11 @@ from .scale import (SCALE_RECORD, SPEED_TIE_MARGIN, TrainerModel, clamped_terms,
                     measured_points, peer_comparisons, phase_table, plot_projection, project, round_ratios)
 from .teaching import listed, reader_command
 
-#: The records chapter 8 reads, with the section that reads each (the full-size report is found by
-#: its pattern, ``*report.json``, as the chapter finds it).
+#: The records chapter 8 reads, with the section that reads each.
 CHAPTER_RECORDS = {"bench_env.jsonl": "8.2 env throughput", "bench_train.jsonl": "8.3 training loop",
                    SCALE_RECORD: "8.3-8.4 loop cost, scale-out", "bench_loop_repeat.jsonl": "8.3 repeat noise",
                    "anchors_elegantrl_h200.jsonl": "8.5 GPU",
-                   "*report.json": "8.7 full-size run", "bench_peers.jsonl": "8.8 peers"}
+                   "main_job_5seeds_report.json": "8.7 full-size run", "bench_peers.jsonl": "8.8 peers"}
 
 #: How the results tables of 8.6 and 8.7 print their columns.
 RESULT_FORMATS = ({c: "{:.2%}" for c in ("cumulative_return", "annual_return", "annual_volatility", "max_drawdown",
