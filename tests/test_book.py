@@ -593,6 +593,14 @@ def test_figure_names_are_unique_across_the_book():
 
 @needs_build
 @pytest.mark.parametrize("entry", CHAPTERS)
+def test_built_captions_carry_only_the_books_own_figure_numbers(entry):
+    """A caption reads "Figure 3.2. ...", with no book-wide Sphinx number ("Fig. 13") before it."""
+    numbers = [span.get_text(strip=True) for span in _article(entry).select("span.caption-number")]
+    assert not numbers, f"{entry}: Sphinx figure numbers before the captions: {numbers[:3]}"
+
+
+@needs_build
+@pytest.mark.parametrize("entry", CHAPTERS)
 def test_built_figures_have_their_caption_and_words_for_their_alt_text(entry):
     """On the page, every image is inside a numbered figure with its caption, and no image's alt text
     is a file path (what a reader without the image would hear)."""
@@ -609,7 +617,8 @@ def test_built_figures_have_their_caption_and_words_for_their_alt_text(entry):
 OUTSIDE_WORDS = (r"sessions?", r"helpers?", r"briefs?", r"lent", r"CEO", r"engineers?", r"merger",
                  r"main job", r"tasks?", r"tickets?", r"pull requests?", r"PR\s*#\d+", r"issue\s*#?\d+",
                  r"(?:this|the|that|open|filed|github)\s+issues?(?!\s+(?:price|date|size|of\s+shares))",
-                 r"issue tracker", r"filed by", r"developer brief")
+                 r"issue tracker", r"filed by", r"developer brief", r"today's learner", r"earlier learner",
+                 r"pilot runs?", r"README's")
 _OUTSIDE = re.compile(r"(?<![\w-])(?:" + "|".join(OUTSIDE_WORDS) + r")(?![\w-])", re.I)
 
 
@@ -629,7 +638,7 @@ def test_no_page_speaks_of_how_the_project_is_made(entry):
 
 def test_outside_words_catch_what_they_should_and_spare_the_market_words():
     for leak in ("the README's main job", "never lent a GPU", "the developer brief", "this issue", "issue #20",
-                 "one session", "The helper switches"):
+                 "one session", "The helper switches", "today's learner", "the README's section", "a few pilot runs"):
         assert _OUTSIDE.search(leak), leak
     for fine in ("a bonus-share issue", "the issue price", "rights issues", "briefly", "the main board",
                  "relented", "helpers_of_x"):

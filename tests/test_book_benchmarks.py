@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from finrl_tutorial.book import benchmarks, read_records, scale  # noqa: E402
+from finrl_tutorial.book import benchmarks, read_records, record_names, scale  # noqa: E402
 from finrl_tutorial.book.report import rollout_share_table  # noqa: E402
 from finrl_tutorial.metrics import TIE_MARGIN, stored_verdict  # noqa: E402
 
@@ -92,6 +92,21 @@ def test_sources_table_names_every_record_with_its_device_and_only_the_anchor_is
 def test_sources_table_marks_no_gpu_figure_where_no_record_ran_on_a_gpu():
     table = benchmarks.sources_table({"bench_env.jsonl": "8.2 env", "bench_peers.jsonl": "8.8 peers"})
     assert not table["device"].str.startswith("GPU").any() and list(table["section"]) == ["8.2 env", "8.8 peers"]
+
+
+def test_learners_table_names_the_learner_of_every_record_from_its_config_or_its_date():
+    table = benchmarks.learners_table()
+    assert set(table.index) == set(record_names("*.json*"))
+    # a stored config decides: the 2026-12-04 report ran lambda 0.95 without baselines, the pathwise report with both
+    assert table.loc["main_job_5seeds_report.json", "learner"] == "plain"
+    assert table.loc["main_job_pathwise_5seeds_report.json", "learner"] == "default"
+    # without one, the date: before the default learner's first day, plain
+    assert table.loc["bench_learn_realistic.json", "learner"] == "plain"
+    assert table.loc["bench_learn_pathwise.json", "learner"] == "default"
+    assert table.loc["bench_env.jsonl", "learner"].startswith("none")
+    for name, row in table.iterrows():
+        if not row["learner"].startswith("none") and "config" not in read_records(name)[0]:
+            assert (row["learner"] == "plain") == (row["measured"].split(" .. ")[-1] < benchmarks.DEFAULT_LEARNER_FROM)
 
 
 def test_commands_note_shows_each_record_command_as_a_reader_runs_it():

@@ -223,6 +223,10 @@ def test_committed_table_rows_are_the_agent_and_every_baseline(report):
     assert list(table.index) == ["agent (mean of seeds)", *report["baselines"]]
     assert table.loc["equal_weight_buy_and_hold", "sharpe_ratio"] == round(
         report["baselines"]["equal_weight_buy_and_hold"]["sharpe_ratio"], 3)
+    seeds = demo.committed_table(report, per_seed=True)
+    assert list(seeds.index) == ["agent (mean of seeds)", *(f"agent, seed {s}" for s in report["agent_per_seed"]),
+                                 *report["baselines"]]
+    assert seeds.loc["agent, seed 1", "turnover"] == round(report["agent_per_seed"]["1"]["turnover"], 3)
 
 
 def test_validation_curves_follow_the_sweep(sweep):

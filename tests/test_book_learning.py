@@ -327,6 +327,13 @@ def test_the_ic_scale_comes_from_the_market_model_and_the_costs():
 def test_the_realistic_provenance_counts_the_markets(realistic):
     provenance = learning.realistic_provenance(realistic)
     assert provenance["markets"].sum() == len(realistic["cases"])
+    # two runs of one cell on other markets (seeds 100 on): each row counts its own run's markets only
+    fresh = [{**case, "seed": case["seed"] + 100} for case in realistic["cases"]]
+    rerun = [{**run, "command": run["command"] + " --first-seed 100", "arguments": {**run["arguments"], "first_seed": 100}}
+             for run in realistic["runs"]]
+    both = {**realistic, "cases": realistic["cases"] + fresh, "runs": realistic["runs"] + rerun}
+    counted = learning.realistic_provenance(both)
+    assert counted["markets"].sum() == len(both["cases"]) and (counted["markets"] == 5).all()
     method = learning.realistic_method(realistic, provenance)
     assert "beside other processes" in str(method) and "<table" in method._repr_markdown_()
     # the note says which cells the record holds, apart from the full grid its command line names
@@ -494,9 +501,10 @@ def test_broken_tables_break_one_thing_each():
 
 def test_learner_comparison_sets_two_records_side_by_side_per_group_of_markets(realistic):
     table = learning.learner_comparison(realistic, realistic)
-    pd.testing.assert_frame_equal(table.xs("before", level="learner"), table.xs("today", level="learner"))
+    pd.testing.assert_frame_equal(table.xs("plain", level="learner"), table.xs("default", level="learner"))
+    assert "training seconds (mean)" not in table  # the records ran beside other work: no speed figure
     assert set(table.index.get_level_values("markets")) == {"0-4"}
-    row = table.loc[(0.05, 30, "0-4", "before")]
+    row = table.loc[(0.05, 30, "0-4", "plain")]
     summary = next(r for r in realistic["summary"] if r["ic"] == 0.05 and r["stocks"] == 30 and r["select"] == "best"
                    and r["env_steps"] == r["run_steps"] == 300_000 and r["learner"] == "ppo")
     assert row["agent excess (mean)"] == pytest.approx(summary["test_excess_mean"])
@@ -505,7 +513,7 @@ def test_learner_comparison_sets_two_records_side_by_side_per_group_of_markets(r
     # markets from 100 on form a group of their own, not pooled with markets 0-4
     fresh = {**realistic, "cases": [{**c, "seed": c["seed"] + 100} for c in realistic["cases"]]}
     both = learning.learner_comparison(realistic, {**realistic, "cases": realistic["cases"] + fresh["cases"]})
-    assert set(both.xs("today", level="learner").index.get_level_values("markets")) == {"0-4", "100-104"}
+    assert set(both.xs("default", level="learner").index.get_level_values("markets")) == {"0-4", "100-104"}
 
 
 def test_learner_differences_pair_only_the_same_markets(realistic):

@@ -295,7 +295,7 @@ def projected_ratio(per_call: dict, num_envs: int) -> float:
     return (c + 2 * num_envs * a) / (c + num_envs * a)
 
 
-def committed_reading(quiet: list[dict], loaded: list[dict]) -> dict:
+def committed_reading(quiet: list[dict], loaded: list[dict], largest: int = 16_384) -> dict:
     """The two comparisons of 6.5 in the committed ``bench scale`` records (``quiet``: `SCALE_RECORD`,
     ``loaded``: `LOADED_SCALE_RECORD`), each a row of `speedups`: the batched env at 2 accounts ÷
     the subprocess VecEnv with 2 processes (``"two accounts"``); two processes of the DDP layout's
@@ -304,7 +304,8 @@ def committed_reading(quiet: list[dict], loaded: list[dict]) -> dict:
     gain"``); the accounts of the two-process comparison, the cores, the date, whether the
     quiet comparison's load stayed within the cores (``"own cores"``: a core for each process), and
     the cost model's projection for that comparison (``"projected"``: `projected_ratio` of the
-    `fit_per_call` through the quiet record's own ``vec`` sweep)."""
+    `fit_per_call` through the quiet record's own one-thread ``vec`` sweep up to ``largest`` accounts,
+    the fit of `call_costs`)."""
     steps = speedups(quiet, key="env_steps_per_s", baseline="subproc ×2", layouts=["subproc", "vec"])
 
     def two_processes(records):
@@ -322,8 +323,8 @@ def committed_reading(quiet: list[dict], loaded: list[dict]) -> dict:
     vec = steps[steps["layout"] == "vec"]
     best = vec["median"].idxmax()
     first = quiet[0]
-    sweep = [r for r in quiet if r["layout"] == "vec"]
-    fit = fit_per_call([r["num_envs"] for r in sweep], [r["env_steps_per_s"] for r in sweep])
+    sweep = [r for r in quiet if r["layout"] == "vec" and r.get("threads", 1) == 1 and r["num_envs"] <= largest]
+    fit = fit_per_call([r["num_envs"] for r in sweep], [r["env_steps_per_s"] for r in sweep])  # as `call_costs`
     return {"two accounts": steps.loc["vec 2"], "two processes": pair, "loaded": loaded_pair,
             "accounts": accounts, "per process": per_process, "best": best,
             "best gain": steps.loc[best, "median"] / steps.loc["vec 2", "median"], "cores": int(first["cpu_count"]),

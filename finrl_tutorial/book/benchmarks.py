@@ -95,6 +95,35 @@ def sources_table(names: Mapping[str, str] = CHAPTER_RECORDS) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
+#: The first day the package's PPO defaults were the *default learner* (the market baseline, the pathwise
+#: part and GAE λ 0.2 of chapter 3); a record measured before it ran the *plain learner* (GAE λ 0.95 and
+#: neither baseline), unless its stored config says otherwise.
+DEFAULT_LEARNER_FROM = "2026-12-06"
+#: Committed records that run no learner of this package.
+NO_LEARNER = {"bench_env.jsonl": "none (the env alone)", "anchors_elegantrl_h200.jsonl": "none (ElegantRL's, on a GPU)"}
+
+
+def record_learner(name: str) -> str:
+    """Which learner the committed record ``name`` ran: ``plain`` or ``default`` (glossary: plain and
+    default learner), from the PPO config it stores where it stores one (both baselines off: plain; on:
+    default), else from its date against `DEFAULT_LEARNER_FROM`; `NO_LEARNER`'s records run none."""
+    if name in NO_LEARNER:
+        return NO_LEARNER[name]
+    records = read_records(name)
+    configs = [r["config"] for r in records if isinstance(r.get("config"), Mapping) and "gae_lambda" in r["config"]]
+    if configs:
+        plain = [c for c in configs if not c.get("pathwise") and not c.get("market_baseline")]
+        return "plain" if len(plain) == len(configs) else "default" if not plain else "plain and default"
+    return "plain" if _date(records).split(" .. ")[-1] < DEFAULT_LEARNER_FROM else "default"
+
+
+def learners_table(pattern: str = "*.json*") -> pd.DataFrame:
+    """Every committed record (``pattern``): when it was measured and which learner it ran
+    (`record_learner`)."""
+    return pd.DataFrame.from_dict({name: {"measured": _date(read_records(name)), "learner": record_learner(name)}
+                                   for name in record_names(pattern)}, orient="index")
+
+
 def commands_note(names: Iterable[str]) -> MethodNote:
     """The commands that wrote each committed record file of ``names`` (e.g. `sources_table`'s index), as
     a reader runs them (`reader_command`: a temporary output folder shown under ``runs/``), in a collapsed

@@ -297,10 +297,12 @@ def seeds_below_hold(report: Mapping) -> tuple[int, int]:
     return sum(sharpe < hold for sharpe in seeds), len(seeds)
 
 
-def committed_table(report: Mapping) -> pd.DataFrame:
+def committed_table(report: Mapping, per_seed: bool = False) -> pd.DataFrame:
     """The committed ``report``'s test-year rows: the agent (mean of its seeds) and each baseline,
-    with return, Sharpe, drawdown and daily turnover, rounded to 3 decimals."""
-    rows = {"agent (mean of seeds)": report["agent"]} | dict(report["baselines"])
+    with return, Sharpe, drawdown and daily turnover, rounded to 3 decimals; with ``per_seed``, one
+    row per seed of the agent after the mean (``agent, seed k``)."""
+    seeds = {f"agent, seed {seed}": row for seed, row in report["agent_per_seed"].items()} if per_seed else {}
+    rows = {"agent (mean of seeds)": report["agent"]} | seeds | dict(report["baselines"])
     return pd.DataFrame(rows).T[["cumulative_return", "sharpe_ratio", "max_drawdown", "turnover"]].round(3)
 
 

@@ -426,16 +426,17 @@ def margin_details(near: Sequence[Mapping], margin: float) -> list[str]:
 
 def learner_comparison(before: Mapping, today: Mapping, budget: int = 300_000,
                        cells: Sequence[tuple[float, int]] = ((0.05, 30), (0.03, 30), (0.05, 100))) -> pd.DataFrame:
-    """The realistic cells of two ``bench learn`` records at one budget, an earlier learner's
-    (``before``) beside today's, each group of markets apart: one row per (ic, stocks, markets,
-    learner), from `finrl_tutorial.bench.learn.summarize` on that group's runs of ``budget``
+    """The realistic cells of two ``bench learn`` records at one budget, the plain learner's
+    (``before``: GAE λ 0.95, neither baseline of chapter 3.0) beside the default learner's
+    (``today``), each group of markets apart: one row per (ic, stocks, markets, learner: ``plain`` or
+    ``default``), from `finrl_tutorial.bench.learn.summarize` on that group's runs of ``budget``
     env-steps (checkpoint chosen on validation). Columns: the agent's mean test excess over
-    buy-and-hold, the informed oracle's (chosen on validation, and on four years) pooled capture,
-    the markets beaten by the interval, and the mean training seconds."""
+    buy-and-hold, the informed oracle's (chosen on validation, and on four years) pooled capture and
+    the markets beaten by the interval. (No training seconds: the records ran beside other work.)"""
     from ..bench.learn import summarize
 
     rows = []
-    for learner, record in (("before", before), ("today", today)):
+    for learner, record in (("plain", before), ("default", today)):
         for ic, stocks in cells:
             runs = [c for c in record["cases"] if c["ic"] == ic and c.get("stocks", 10) == stocks
                     and c.get("total_steps") == budget and c["algo"] == "ppo"]
@@ -448,30 +449,29 @@ def learner_comparison(before: Mapping, today: Mapping, budget: int = 300_000,
                              "agent excess (mean)": row["test_excess_mean"],
                              "informed oracle captured (pooled)": row.get("informed_capture_pooled"),
                              "chosen on 4 years: captured (pooled)": row.get("informed_train_valid_capture_pooled"),
-                             "beats buy-and-hold": f"{row['beats_buy_and_hold']} of {row['seeds']}",
-                             "training seconds (mean)": row["train_seconds"]})
+                             "beats buy-and-hold": f"{row['beats_buy_and_hold']} of {row['seeds']}"})
     return pd.DataFrame(rows).set_index(["ic", "stocks", "markets", "learner"]).sort_index(level=[0, 1, 2], sort_remaining=False, ascending=[False, True, True])
 
 
 def learner_differences(before: Mapping, today: Mapping, budget: int = 300_000) -> pd.DataFrame:
     """Market by market, on the markets both records ran (same ic, stocks and seed: the same market),
-    today's learner's test excess over buy-and-hold beside the earlier one's and the difference
-    ``today − before``, at the end of runs of ``budget`` env-steps (chosen on validation)."""
+    the default learner's test excess over buy-and-hold (``today``'s record) beside the plain
+    learner's (``before``'s) and the difference ``default − plain``, at the end of runs of ``budget`` env-steps (chosen on validation)."""
     def excess(record):
         return {(c["ic"], c.get("stocks", 10), c["seed"]): c["curve"]["best"][str(budget)]["test_excess"]
                 for c in record["cases"] if c.get("total_steps") == budget and c["algo"] == "ppo"}
 
     old, new = excess(before), excess(today)
-    rows = [{"ic": key[0], "stocks": key[1], "market": key[2], "before": old[key], "today": new[key],
+    rows = [{"ic": key[0], "stocks": key[1], "market": key[2], "plain": old[key], "default": new[key],
              "difference": new[key] - old[key]} for key in sorted(new) if key in old]
-    return pd.DataFrame(rows, columns=["ic", "stocks", "market", "before", "today", "difference"])
+    return pd.DataFrame(rows, columns=["ic", "stocks", "market", "plain", "default", "difference"])
 
 
 def style_comparison(table: pd.DataFrame):
-    """`learner_comparison` for the page: excess in percent, captures to two decimals, seconds whole."""
+    """`learner_comparison` for the page: excess in percent, captures to two decimals."""
     return table.style.format_index(lambda ic: f"{ic:g}", level="ic").format(
         {"agent excess (mean)": "{:+.1%}", "informed oracle captured (pooled)": "{:.2f}",
-         "chosen on 4 years: captured (pooled)": "{:.2f}", "training seconds (mean)": "{:.0f}"}, na_rep="—")
+         "chosen on 4 years: captured (pooled)": "{:.2f}"}, na_rep="—")
 
 
 def realistic_provenance(realistic: Mapping) -> pd.DataFrame:
@@ -484,8 +484,11 @@ def realistic_provenance(realistic: Mapping) -> pd.DataFrame:
         length = max(arguments["budgets"])  # the run's length; the shorter budgets are checks along the way
         for ic in arguments["ic"]:
             for stocks in arguments["stocks"]:
+                first = arguments.get("first_seed", 0)
+                seeds = range(first, first + arguments["seeds"])  # this run's markets, not another run's of the cell
                 minutes = [case["wall_seconds"] / 60 for case in realistic["cases"]
-                           if (case["ic"], case["stocks"], case["total_steps"]) == (ic, stocks, length)]
+                           if (case["ic"], case["stocks"], case["total_steps"]) == (ic, stocks, length)
+                           and case["seed"] in seeds]
                 rows.append({"cell": f"IC {ic:g} × {stocks} stocks", "env-steps per run": f"{length:,}",
                              "markets": len(minutes), "started (UTC)": run["machine"]["date"][:16].replace("T", " "),
                              "runs at a time": arguments["jobs"],
