@@ -101,7 +101,7 @@ def test_the_learning_rows_read_the_pathwise_records():
     unseen = table.loc[(0.05, 100, "100-104", "default")]
     said = (f"it earned {unseen['informed oracle captured (pooled)']:.2f} of the informed oracle's excess",
             f"beat buy-and-hold on all 5 markets", f"it earned {today['informed oracle captured (pooled)']:.2f}, "
-            f"where the plain learner earned {before['informed oracle captured (pooled)']:.2f}. |")
+            f"where the plain learner (", f"made the walk-forward above) earned {before['informed oracle captured (pooled)']:.2f}. |")
     assert today["beats buy-and-hold"] == unseen["beats buy-and-hold"] == "5 of 5"
     assert all(part in demo for part in said), said
     assert "(on a one-day problem 0.11 of the score function's variance" in ppo  # chapter 3.0 checks the 0.11 live

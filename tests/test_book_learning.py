@@ -522,3 +522,43 @@ def test_learner_differences_pair_only_the_same_markets(realistic):
     moved = {**realistic, "cases": [{**c, "seed": 100} if c["seed"] == 0 else c for c in realistic["cases"]]}
     paired = learning.learner_differences(realistic, moved)
     assert len(paired) == 12 and 0 not in set(paired["market"])
+
+
+# --------------------------------------------------------------------------- which learner a record ran
+
+
+def test_a_plain_record_is_rerun_with_the_plain_learners_settings():
+    walk = read_records("bench_walkforward.json")[0]
+    assert teaching.ran_plain_learner(walk) and not teaching.ran_plain_learner(read_records("bench_walkforward_pathwise.json")[0])
+    # a stored config decides over the date
+    assert not teaching.ran_plain_learner({"date": "2020-01-01", "config": {"pathwise": True, "market_baseline": True}})
+    assert teaching.ran_plain_learner({"date": "2030-01-01", "config": {"pathwise": False, "market_baseline": False}})
+    command = teaching.reader_command(walk["command"], "runs/wf.json", plain=True)
+    assert command.endswith("--set gae_lambda=0.95 market_baseline=false pathwise=false --out runs/wf.json")
+    assert teaching.reader_command(walk["command"], "runs/wf.json") == command.replace(
+        " --set gae_lambda=0.95 market_baseline=false pathwise=false", "")
+    a2c = teaching.reader_command("python -m finrl_tutorial bench learn --algos a2c --seeds 3", plain=True)
+    assert a2c.endswith("--set market_baseline=false pathwise=false")  # A2C keeps its own lambda in both learners
+    train = teaching.reader_command("python -m finrl_tutorial train --seeds 5", plain=True)
+    assert train.endswith("--gae-lambda 0.95 --no-market-baseline --no-pathwise")
+    assert teaching.reader_command("python -m finrl_tutorial bench scale", plain=True) == "python -m finrl_tutorial bench scale"
+    # the page's block says it
+    method = str(learning.walkforward_method(walk, learning.walkforward_reading(walk), {}, 0.0, ("2019-01-02", "2020-01-03")))
+    assert "--set gae_lambda=0.95 market_baseline=false pathwise=false" in method
+
+
+def test_the_default_learners_rows_read_its_three_records():
+    realistic, pathwise = read_records("bench_learn_realistic.json")[0], read_records("bench_learn_pathwise.json")[0]
+    walk, job = read_records("bench_walkforward_pathwise.json")[0], read_records("main_job_pathwise_5seeds_report.json")[0]
+    comparison = learning.learner_comparison(realistic, pathwise, cells=((0.05, 30), (0.05, 100)))
+    paired = learning.paired_test(learning.learner_differences(realistic, pathwise)["difference"])
+    rows = learning.default_learner_rows(job, learning.walkforward_reading(walk)["intervals"],
+                                         teaching.walkforward_verdicts(walk), comparison, paired)
+    assert len(rows) == 4 and all("default" in name for name in rows)
+    assert rows["default learner, the sample's test split, five seeds (main_job_pathwise_5seeds_report.json)"].endswith("tie")
+    walked = rows["default learner, walk-forward (bench_walkforward_pathwise.json)"]
+    assert walked.startswith("2017 -0.54 [-1.11, -0.04] loses") and walked.endswith("inconclusive")
+    captured = rows["default learner, informed-oracle capture, pooled (bench_learn_pathwise.json)"]
+    assert "IC 0.05 × 100 (markets 100-104): 0.51, beats buy-and-hold on 5 of 5" in captured
+    assert "IC 0.03" not in captured  # only the cells asked for
+    assert rows["default minus plain learner, test excess, the markets both ran"].startswith("+9.7% [+2.8%, +16.6%] (15 markets")

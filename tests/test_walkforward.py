@@ -109,9 +109,14 @@ def test_bench_walkforward_end_to_end(tmp_path, capsys):
     bars[bars["tic"].isin(TICKERS) & (bars["date"] >= "2016-01-01")].to_csv(tmp_path / "bars.csv", index=False)
     out = tmp_path / "wf.json"
     code = cli.main(["bench", "walkforward", "--data", str(tmp_path / "bars.csv"), "--years", "2018", "2019",
-                     "--seeds", "1", "--total-steps", "4096", "--eval-every", "1", "--out", str(out)])
+                     "--seeds", "1", "--total-steps", "4096", "--eval-every", "1", "--out", str(out),
+                     "--set", "gae_lambda=0.95", "market_baseline=false", "pathwise=false"])  # the plain learner
     assert code == 0
     record = json.loads(out.read_text())
+    # --set reaches every run and the record: its config and its command say which learner ran
+    assert {k: record["config"][k] for k in ("gae_lambda", "market_baseline", "pathwise")} == {
+        "gae_lambda": 0.95, "market_baseline": False, "pathwise": False}
+    assert "--set gae_lambda=0.95 market_baseline=false pathwise=false" in record["command"]
     assert out.with_suffix(".png").stat().st_size > 0
     assert sorted((r["year"], r["seed"]) for r in record["runs"]) == [(2018, 0), (2019, 0)]
     assert record["loadavg_start"] and record["machine"]["cpu_count"] >= 1 and "--years 2018 2019" in record["command"]
@@ -137,3 +142,9 @@ def test_bench_walkforward_end_to_end(tmp_path, capsys):
     capsys.readouterr()
     assert cli.main(["bench", "walkforward", "--years", "2016", "--out", str(tmp_path / "no.json")]) == 2
     assert "choose from 2017, 2018, 2019" in capsys.readouterr().err
+    # a bad --set, a field the benchmark sets itself, and a resume with another learner: one line each, exit 2
+    for wrong, said in ((["--set", "no_such_field=1"], "--set:"), (["--set", "seed=3"], "--set seed"),
+                        (["--resume"], "--resume: ")):
+        assert cli.main(["bench", "walkforward", "--data", str(tmp_path / "bars.csv"), "--years", "2018",
+                         "--seeds", "1", "--total-steps", "4096", "--out", str(out), *wrong]) == 2, wrong
+        assert said in capsys.readouterr().err, wrong

@@ -56,7 +56,7 @@ from ..errors import InputError, check_int
 from ..metrics import sharpe_difference_ci
 from ..provenance import machine
 from ..training import initial_agent, train
-from .common import check_same_settings, explicit_command
+from .common import check_same_settings, explicit_command, parse_overrides
 
 POLICIES = ("agent", "untrained_agent", "constant_action", "equal_weight_buy_and_hold",
             "equal_shares_buy_and_hold", "random")
@@ -121,13 +121,16 @@ def _rounded(wealth: pd.Series) -> list[float]:
     return [round(float(v), 4) for v in wealth]
 
 
-def run_fold(source, fold: dict, seed: int, total_steps: int, eval_every: int, threads: int = 1) -> dict:
+def run_fold(source, fold: dict, seed: int, total_steps: int, eval_every: int, threads: int = 1,
+             overrides: dict | None = None) -> dict:
     """Train one seed on one fold and backtest its chosen agent and the baselines on the test year:
-    the record of one run, with every policy's test metrics and daily test wealth."""
+    the record of one run, with every policy's test metrics and daily test wealth. ``overrides`` are
+    `PPOConfig` fields (``--set``), e.g. the plain learner's ``gae_lambda=0.95``, ``market_baseline``
+    and ``pathwise`` off."""
     torch.set_num_threads(threads)
     env_config = EnvConfig()
     prepared = load_market(source, splits=fold_splits(fold))
-    config = make_config("ppo", seed=seed, total_steps=total_steps)
+    config = make_config("ppo", seed=seed, total_steps=total_steps, **(overrides or {}))
     validations: list[dict] = []
 
     def follow(event: dict) -> None:
@@ -341,6 +344,9 @@ def add_arguments(kinds) -> None:
     parser.add_argument("--merge", nargs="+", default=None, metavar="WALKFORWARD_JSON",
                         help="train nothing: merge walk-forward records made with the same settings into --out")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--set", nargs="+", default=[], metavar="FIELD=VALUE",
+                        help="override PPOConfig fields of every run, e.g. --set gae_lambda=0.95 "
+                             "market_baseline=false pathwise=false (the plain learner)")
 
 
 def run(args):
@@ -359,6 +365,14 @@ def run(args):
     for name in ("seeds", "jobs", "threads", "total_steps", "eval_every", "min_train_days"):
         if getattr(args, name) < 1:
             raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    overrides = parse_overrides(args.set)
+    fixed = sorted(set(overrides) & {"seed", "total_steps", "algo"})
+    if fixed:
+        raise InputError(f"--set {', '.join(fixed)}: bench walkforward sets these itself (use --seeds and --total-steps)")
+    try:  # an unknown field or a bad value fails here, before any run
+        learner = make_config("ppo", **overrides)
+    except (TypeError, ValueError) as error:
+        raise InputError(f"--set: {error}") from None
     source = Path(args.data) if args.data != "sample" else "sample"
     everything = load_market(source)
     folds = walk_forward_folds(pd.DatetimeIndex(everything.full.dates), args.years, valid_months=args.valid_months,
@@ -366,21 +380,27 @@ def run(args):
     total = make_config("ppo", total_steps=args.total_steps).total_steps
     out = Path(args.out)
     done: list[dict] = []
+    config = {k: getattr(learner, k) for k in ("num_envs", "horizon_len", "batch_size", "repeat_times", "learning_rate",
+                                               "gamma", "gae_lambda", "market_baseline", "pathwise")}
     if args.resume and out.exists():
-        done = [r for r in _read_record(out)["runs"] if r["seed"] < args.seeds and r["env_steps"] >= total
+        kept = _read_record(out)
+        other = {k: v for k, v in kept.get("config", {}).items() if k in config and config[k] != v}
+        if other:
+            raise InputError(f"--resume: {out} ran another config ({', '.join(f'{k}={v}' for k, v in other.items())}); "
+                             "give the same --set or another --out")
+        done = [r for r in kept["runs"] if r["seed"] < args.seeds and r["env_steps"] >= total
                 and any(r["year"] == f["year"] and r["splits"] == {k: list(v) for k, v in fold_splits(f).items()}
                         for f in folds)]
     header = {"bench": "walkforward", "command": explicit_command(args, add_arguments), "data": str(args.data),
               "source": everything.full.source, "valid_months": args.valid_months, "folds": folds,
               "seeds": list(range(args.seeds)), "total_steps": args.total_steps, "eval_every": args.eval_every,
-              "config": {k: getattr(PPOConfig(), k) for k in ("num_envs", "horizon_len", "batch_size", "repeat_times",
-                                                              "learning_rate", "gamma")},
+              "config": config,
               "loadavg_start": list(os.getloadavg()),
               "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     have = {(r["year"], r["seed"]) for r in done}
     todo = [(fold, seed) for fold in folds for seed in range(args.seeds) if (fold["year"], seed) not in have]
     runs = list(done)
-    arguments = [(source, fold, seed, args.total_steps, args.eval_every, args.threads) for fold, seed in todo]
+    arguments = [(source, fold, seed, args.total_steps, args.eval_every, args.threads, overrides) for fold, seed in todo]
     pool = ProcessPoolExecutor(args.jobs) if args.jobs > 1 else None
     results = ((run_fold(*a) for a in arguments) if pool is None
                else (f.result() for f in [pool.submit(run_fold, *a) for a in arguments]))

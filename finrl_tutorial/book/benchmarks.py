@@ -22,7 +22,7 @@ from .folded import MethodNote
 from .report import code_spans, peer_summary, provenance, rollout_share_table
 from .scale import (SCALE_RECORD, SPEED_TIE_MARGIN, TrainerModel, clamped_terms, fit_cost_model, holm_speed_tests,
                     measured_points, peer_comparisons, phase_table, plot_projection, project, round_ratios)
-from .teaching import listed, reader_command
+from .teaching import DEFAULT_LEARNER_FROM, listed, ran_plain_learner, reader_command
 
 #: The records chapter 8 reads, with the section that reads each.
 CHAPTER_RECORDS = {"bench_env.jsonl": "8.2 env throughput", "bench_train.jsonl": "8.3 training loop",
@@ -95,10 +95,6 @@ def sources_table(names: Mapping[str, str] = CHAPTER_RECORDS) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-#: The first day the package's PPO defaults were the *default learner* (the market baseline, the pathwise
-#: part and GAE λ 0.2 of chapter 3); a record measured before it ran the *plain learner* (GAE λ 0.95 and
-#: neither baseline), unless its stored config says otherwise.
-DEFAULT_LEARNER_FROM = "2026-12-06"
 #: Committed records that run no learner of this package.
 NO_LEARNER = {"bench_env.jsonl": "none (the env alone)", "anchors_elegantrl_h200.jsonl": "none (ElegantRL's, on a GPU)"}
 
@@ -110,11 +106,10 @@ def record_learner(name: str) -> str:
     if name in NO_LEARNER:
         return NO_LEARNER[name]
     records = read_records(name)
-    configs = [r["config"] for r in records if isinstance(r.get("config"), Mapping) and "gae_lambda" in r["config"]]
-    if configs:
-        plain = [c for c in configs if not c.get("pathwise") and not c.get("market_baseline")]
-        return "plain" if len(plain) == len(configs) else "default" if not plain else "plain and default"
-    return "plain" if _date(records).split(" .. ")[-1] < DEFAULT_LEARNER_FROM else "default"
+    if not any({"pathwise", "market_baseline"} & set(record.get("config") or {}) for record in records):
+        return "plain" if _date(records).split(" .. ")[-1] < DEFAULT_LEARNER_FROM else "default"  # by its date
+    plain = [ran_plain_learner(record) for record in records]  # by the config each stores
+    return "plain" if all(plain) else "default" if not any(plain) else "plain and default"
 
 
 def learners_table(pattern: str = "*.json*") -> pd.DataFrame:

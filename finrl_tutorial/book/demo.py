@@ -17,6 +17,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 from .folded import MethodNote, how_measured as folded_note
+from .teaching import ran_plain_learner, reader_command
 
 __all__ = ["source_summary", "longest_stretch", "plot_suspensions", "plot_ex_day", "own_moves", "ex_day_sizing",
            "cash_label", "cash_labels", "sizing_table", "budget_table", "mark_learning_curve", "with_extra_dividend", "seeds_below_hold",
@@ -377,7 +378,9 @@ def how_measured(report: Mapping, sweep: Mapping, page_hold_valid: float | None 
          f"the record `main_job_5seeds_report.json`, made by `{report['command']}`: seeds "
          f"{', '.join(map(str, seeds))}, {per_seed:,.0f} env-steps and "
          f"{report['wall_seconds'] / len(seeds):.0f} s a seed on {machine['cpu_count']} CPU cores, "
-         f"{machine['date'][:10]}."),
+         f"{machine['date'][:10]}"
+         + (f", with the plain learner: with the package as installed, "
+            f"`{reader_command(report['command'], plain=True)}` makes it again." if ran_plain_learner(report) else ".")),
         ("Its budget",
          f"{config['total_steps']:,} env-steps asked for per seed. A run stops at the last whole iteration. One "
          f"iteration is a rollout of num_envs × horizon_len = {config['num_envs']} × {config['horizon_len']} = "

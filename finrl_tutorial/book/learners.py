@@ -125,7 +125,8 @@ def measurement_note(records: Iterable[dict], name: str) -> object:
     loads = run_loads(records, LAYOUTS)
     low, high = min(loads), max(loads)
     bullets = [f"* The record is `{name}`, measured on {first['date'][:10]} on {cores} CPU cores "
-               f"(torch {first['torch']}). Every layout trains with `PPOConfig`'s default settings. Command: "
+               f"(torch {first['torch']}). Every layout trains with `PPOConfig`'s default settings of that day "
+               f"(the plain learner, glossary). Command: "
                f"`{reader_command(first['command'])}`.",
                f"* `bench scale` runs every configuration {int(table['repeats'].max())} times in interleaved rounds: "
                "run *i* of every configuration comes from round *i*, so each speed-up is also taken round by round. "

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..metrics import stored_verdict
 from . import teaching
 from .sweep import MEASURE_NAMES
 from . import folded
@@ -195,7 +196,8 @@ def learn_method(learn: Mapping, budget: int, rebuilt: Mapping | None = None) ->
             + ". Within the record every learner and the signal rule met the same markets, so its comparisons hold "
               "for the markets it ran.")
     paragraphs.append("To make its parts again, one command each: " + "; ".join(
-        teaching.reader_command(part, f"runs/bench_learn_{_out_name(part)}") for part in parts))
+        teaching.reader_command(part, f"runs/bench_learn_{_out_name(part)}", plain=teaching.ran_plain_learner(learn))
+        for part in parts))
     return how_measured(*paragraphs)
 
 
@@ -364,7 +366,8 @@ def walkforward_method(walkforward: Mapping, reading: Mapping, live_hold: Mappin
         f"iterations; {len(walkforward['runs'])} runs, {reading['wall_minutes']:.0f} minutes of wall time one after "
         f"another on {walkforward['machine']['cpu_count']} CPU cores.",
         *([" ".join(fine_print)] if fine_print else []),
-        "To make it again: " + teaching.reader_command(walkforward["command"], "runs/bench_walkforward.json")]
+        "To make it again: " + teaching.reader_command(walkforward["command"], "runs/bench_walkforward.json",
+                                                       plain=teaching.ran_plain_learner(walkforward))]
     if live_hold:
         paragraphs.append(
             "Buy-and-hold on each test year's dates, computed on this page: "
@@ -512,9 +515,11 @@ def realistic_method(realistic: Mapping, provenance: pd.DataFrame) -> MethodNote
         f"The record holds {len(held)} cells: {held_text}, five markets each (the table below: one row per cell "
         f"and run length). These commands made them: {commands}.",
         "The record's own note: " + realistic["note"]["what_ran"],
-        "To make one cell again: " + teaching.reader_command(realistic["note"]["commands"][0], "runs/learn_ic005_s30"),
+        "To make one cell again: " + teaching.reader_command(realistic["note"]["commands"][0], "runs/learn_ic005_s30",
+                                                             plain=teaching.ran_plain_learner(realistic)),
         f"The full grid, of which the record holds these {len(held)} cells: "
-        + teaching.reader_command(realistic["note"]["full_grid_command"], "runs/bench_learn_grid"),
+        + teaching.reader_command(realistic["note"]["full_grid_command"], "runs/bench_learn_grid",
+                                  plain=teaching.ran_plain_learner(realistic)),
         tables=[provenance])
 
 
@@ -623,7 +628,8 @@ def style_budgets(table: pd.DataFrame):
 def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: float, planted: pd.DataFrame,
              ppo_vs_a2c: Mapping, versus_rule: pd.DataFrame, wf_intervals: Mapping, wf_verdicts: Mapping,
              near: Sequence[Mapping], margin: float, cells: pd.DataFrame, per_market: pd.DataFrame,
-             seeds_below: tuple[int, int] | None = None, two_level: Mapping | None = None):
+             seeds_below: tuple[int, int] | None = None, two_level: Mapping | None = None,
+             default_learner: Mapping[str, str] | None = None):
     """The box at the end of chapter 1's second page: this run's planted edge and buy-and-hold on
     1.8's test split; the committed planted edges (`planted_summary`), PPO against A2C (`paired_test`
     of `paired_excess`), the agent against the signal rule over all families (the learners that beat
@@ -631,7 +637,8 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
     near the margin, from ``near`` (`near_margin`), marked fragile; with ``seeds_below``,
     ``(below, seeds)``, how many seeds ended below buy-and-hold, pooled; with ``two_level``
     (`walkforward_two_level`), the same intervals with the seeds resampled too), and the pooled
-    capture of the informed oracle at realistic strength with the markets the agent was ahead on.
+    capture of the informed oracle at realistic strength with the markets the agent was ahead on; with
+    ``default_learner`` (`default_learner_rows`), the default learner's records after them.
     Returns a `MeasuredBox`."""
     fragile = {n["name"] for n in near if n["turns"]}
     pooled_rule = versus_rule.xs("all families", level="family")
@@ -671,17 +678,46 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
             "realistic strength, informed-oracle capture, pooled, no interval (bench_learn_realistic.json)": "; ".join(
                 f"IC {ic:g} × {stocks}: {row['informed oracle captured (pooled)']:.2f}, the agent ahead of the oracle "
                 f"on {ahead(ic, stocks)} of {row['markets']} markets" for (ic, stocks, _), row in cells.iterrows()),
+            **(default_learner or {}),
         },
         shows="that the same code finds planted edges and, on strong ones, "
               + (f"{' and '.join(beats)} beat{'s' if len(beats) == 1 else ''} the signal rule over all signal families "
                  "together" if beats else "earns more than the signal rule, pooled")
               + " (no single family does after Holm's correction); what three test years of the sample say, each with "
                 "its interval",
-        does_not_show="an edge on real A-shares: no walk-forward year separates the agent from buy-and-hold; nor, at "
+        does_not_show="an edge on real A-shares: no walk-forward year shows either learner ahead of buy-and-hold; nor, at "
                       "IC 0.03, how close the agent comes to the best possible: the informed oracle, chosen on one "
                       "year or on four, is no ceiling there",
         title="What this page measured",
     )
+
+
+def default_learner_rows(job: Mapping, walk_intervals: Mapping, walk_verdicts: Mapping, comparison: pd.DataFrame,
+                         paired_all: Mapping, margin: float = 0.25) -> dict[str, str]:
+    """The default learner's records as rows of `edge_box`: the five-seed run on the sample (``job``,
+    its two intervals), the walk-forward (``walk_intervals``/``walk_verdicts``: `walkforward_reading`'s
+    intervals and `teaching.walkforward_verdicts`), the informed-oracle capture per realistic cell and
+    group of markets (``comparison``: `learner_comparison`), and its test excess minus the plain
+    learner's on the markets both ran (``paired_all``: `paired_test`)."""
+    def interval(ci):
+        return f"{ci['difference']:+.2f} [{ci['low']:+.2f}, {ci['high']:+.2f}]"
+
+    days, both = job["sharpe_vs_buy_and_hold"], job["sharpe_vs_buy_and_hold_seeds_and_days"]
+    default = comparison.xs("default", level="learner")
+    return {
+        "default learner, the sample's test split, five seeds (main_job_pathwise_5seeds_report.json)":
+            f"{interval(days)} {stored_verdict(days)}; seeds and days resampled "
+            f"[{both['low']:+.2f}, {both['high']:+.2f}] {stored_verdict(both)}",
+        "default learner, walk-forward (bench_walkforward_pathwise.json)": ", ".join(
+            f"{year} {interval(walk_intervals[year])} {verdict}" for year, verdict in walk_verdicts.items()),
+        "default learner, informed-oracle capture, pooled (bench_learn_pathwise.json)": "; ".join(
+            f"IC {ic:g} × {stocks} (markets {markets}): "
+            + ("—" if pd.isna(row["informed oracle captured (pooled)"]) else f"{row['informed oracle captured (pooled)']:.2f}")
+            + f", beats buy-and-hold on {row['beats buy-and-hold']}" for (ic, stocks, markets), row in default.iterrows()),
+        "default minus plain learner, test excess, the markets both ran":
+            f"{paired_all['mean']:+.1%} [{paired_all['low']:+.1%}, {paired_all['high']:+.1%}] "
+            f"({int(paired_all['n'])} markets, ahead on {int(paired_all['positive'])})",
+    }
 
 
 # --------------------------------------------------------------------------- chapter 2: the knobs

@@ -358,13 +358,35 @@ def listed(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+#: The first day the package's PPO defaults were the default learner (the market baseline, the pathwise
+#: part and GAE λ 0.2 of chapter 3); a record made before it ran the plain learner (glossary: plain and
+#: default learner), unless its stored config says otherwise.
+DEFAULT_LEARNER_FROM = "2026-12-06"
+#: The plain learner's settings, as `train` takes them and as `bench learn` / `bench walkforward` take them.
+PLAIN_LEARNER_FLAGS = ("--gae-lambda", "0.95", "--no-market-baseline", "--no-pathwise")
+PLAIN_LEARNER_SET = ("--set", "gae_lambda=0.95", "market_baseline=false", "pathwise=false")
+
+
+def ran_plain_learner(record: Mapping) -> bool:
+    """Whether the committed ``record`` ran the plain learner: from the PPO config it stores where that
+    names the baselines (both off), else from its date (before `DEFAULT_LEARNER_FROM`)."""
+    config = record.get("config") or {}
+    if "pathwise" in config or "market_baseline" in config:
+        return not config.get("pathwise") and not config.get("market_baseline")
+    date = str(record.get("date") or (record.get("machine") or {}).get("date", ""))[:10]
+    return bool(date) and date < DEFAULT_LEARNER_FROM
+
+
 def reader_command(command: str, out: str | None = None,
-                   drop: Sequence[str] = ("--merge", "--resume", "--variants")) -> str:
+                   drop: Sequence[str] = ("--merge", "--resume", "--variants"), plain: bool = False) -> str:
     """A command from a record as a reader would run it: the first command of a chain
     (``a && b``), without the options in ``drop`` (and their values), and with ``--out`` set to
     ``out`` — or, without ``out``, the recorded ``--out`` kept unless it was a temporary,
     machine-specific path (absolute, e.g. under ``/tmp``), which becomes ``runs/<its name>``. So no
-    temporary folder appears on the page; the options that decide what is measured stay as recorded."""
+    temporary folder appears on the page; the options that decide what is measured stay as recorded.
+    With ``plain`` (a record of the plain learner, `ran_plain_learner`), a `train`, `bench learn` or
+    `bench walkforward` command also gets the plain learner's settings, so that it makes that record
+    again with the package as installed."""
     words = shlex.split(command.split("&&")[0])
     drop = tuple(drop) + (("--out",) if out is not None else ())  # then one --out, at the end
     kept, skipping = [], False
@@ -378,6 +400,13 @@ def reader_command(command: str, out: str | None = None,
             word = "runs/" + (re.sub(r"(_new|_old|(?<=[a-z])[2-9])$", "", stem) or stem) + dot + suffix
         if not skipping:
             kept.append(word)
+    if plain and "train" in kept[:4]:
+        kept += PLAIN_LEARNER_FLAGS
+    elif plain and "bench" in kept[:4] and ("learn" in kept[:5] or "walkforward" in kept[:5]) and "--set" not in kept:
+        algos = kept[kept.index("--algos") + 1:] if "--algos" in kept else ["ppo"]
+        algos = algos[:next((i for i, word in enumerate(algos) if word.startswith("--")), len(algos))]
+        # A2C keeps its own λ (1) in both learners: only the baselines differ
+        kept += PLAIN_LEARNER_SET if algos != ["a2c"] else [w for w in PLAIN_LEARNER_SET if not w.startswith("gae_lambda")]
     return shlex.join(kept + (["--out", out] if out is not None else []))
 
 

@@ -19,7 +19,7 @@ import pandas as pd
 from ..training.workers import DEFAULT_LEARNER_THREADS
 from . import scale
 from .folded import MethodNote, how_measured
-from .teaching import listed, reader_command
+from .teaching import listed, ran_plain_learner, reader_command
 
 
 def _range(values) -> str:
@@ -237,7 +237,8 @@ def _default_label(table: pd.DataFrame) -> str:
 def _provenance(records: list[dict], name: str) -> str:
     first = records[0]
     return (f"The record `{name}`: measured {first['date'][:16].replace('T', ' ')} UTC on {first['cpu_count']} CPU "
-            f"cores, torch {first['torch']}, {_plural(int(first['threads']), 'torch thread')} per process. Command: "
+            f"cores, torch {first['torch']}, {_plural(int(first['threads']), 'torch thread')} per process, "
+            f"{'the plain learner (glossary)' if ran_plain_learner(first) else 'the default learner'}. Command: "
             f"`{reader_command(first['command'])}`.")
 
 
