@@ -75,11 +75,11 @@ def test_the_learn_method_block_says_where_the_markets_built_now_differ(learn):
     case = next(c for c in learn["cases"] if c["family"] == "factor" and c["algo"] == "ppo" and c["seed"] == seed)
     same = {seed: {"record": (case["buy_and_hold_sharpe"], case["oracle_sharpe"]),
                    "now": (case["buy_and_hold_sharpe"], case["oracle_sharpe"])}}
-    assert "today's package builds" not in str(learning.learn_method(learn, DEFAULT, same))
+    assert "the package as installed builds" not in str(learning.learn_method(learn, DEFAULT, same))
     moved = {seed: {"record": same[seed]["record"], "now": (case["buy_and_hold_sharpe"], case["oracle_sharpe"] + 0.1)}}
     note = str(learning.learn_method(learn, DEFAULT, moved))
     assert f"On the record's factor markets of seed {seed}, the test Sharpe" in note and "its comparisons hold" in note
-    assert note.index("today's package builds") < note.index("To make its parts again")
+    assert note.index("the package as installed builds") < note.index("To make its parts again")
     _clean(note)
 
 
@@ -412,11 +412,11 @@ def test_the_sweep_effects_and_the_method_block_agree_with_the_sweep(sweep):
     stored = {r["seed"]: r["buy_and_hold_valid_sharpe"] for r in sweep["runs"]
               if r["market"] == "synthetic" and r["variant"] == "base"}
     same = str(learning.sweep_method(sweep, "bench_sweep.json", "runs/bench_sweep.json", live_synthetic_holds=stored))
-    assert "today's package builds these markets" not in same
+    assert "the package as installed builds these markets" not in same
     moved = {**stored, 1: stored[1] + 0.2}
     note = str(learning.sweep_method(sweep, "bench_sweep.json", "runs/bench_sweep.json", live_synthetic_holds=moved))
     assert "On its synthetic market of seed 1, buy-and-hold's" in note
-    assert (f"{stored[1]:.3f} (seed 1) in the record, made with the package of {sweep['date'][:10]}; today's package "
+    assert (f"{stored[1]:.3f} (seed 1) in the record, made with the package of {sweep['date'][:10]}; the package as installed "
             f"builds these markets with {stored[1] + 0.2:.3f}.") in note
     both = {**stored, 1: stored[1] + 0.2, 2: stored[2] + 0.1}
     assert "On its synthetic markets of seeds 1 and 2," in str(

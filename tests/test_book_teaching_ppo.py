@@ -227,6 +227,8 @@ def test_gamma_records_table_reads_gamma_from_each_committed_record(sweep, walkf
     assert not any(run["arguments"]["set"] for run in learn["runs"])  # what the "none" row says
     assert table.loc["learning benchmark", "changes from the defaults"] == f"none, in each of its {len(learn['runs'])} parts"
     assert table.loc["learning benchmark", "γ"] == ft.agents.PPOConfig().gamma
+    # the three records were made before 2026-12-06: the plain learner's defaults
+    assert (table["learner"] == "plain (λ 0.95, neither baseline)").all()
 
 
 def test_gamma_records_table_names_an_override_and_a_changed_config(sweep, walkforward, learn):

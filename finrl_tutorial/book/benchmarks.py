@@ -315,7 +315,7 @@ def loop_note(train: pd.DataFrame, loop: pd.DataFrame, scale_records: Sequence[d
                          f"the left-out rows below ({pairs_date}) time, so they show the loop's shape; the loop of "
                          f"the current network is timed in `{SCALE_RECORD}`.")
         elif loop_rows_current(train, loop):
-            items.append(f"These rows ran on {rows_date} with the stockwise network as the package has it now: the "
+            items.append(f"These rows ran on {rows_date} with the stockwise network as the installed package has it: the "
                          f"version that each left-out pair below ({pairs_date}) times in its second run, after the change.")
         pair_loads = _loads(left_out)
         items.append(f"Left out: {len(left_out)} rows at {listed([str(n) for n in sorted(set(left_out['stocks']))])} "

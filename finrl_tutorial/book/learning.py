@@ -190,9 +190,9 @@ def learn_method(learn: Mapping, budget: int, rebuilt: Mapping | None = None) ->
         paragraphs.append(
             f"On the record's factor markets of seed{'' if len(moved) == 1 else 's'} "
             f"{teaching.listed(list(map(str, moved)))}, the test Sharpe of buy-and-hold and of the signal rule differ from "
-            "those of the markets today's package builds: " + "; ".join(
+            "those of the markets the package as installed builds: " + "; ".join(
                 f"seed {seed}, {v['record'][0]:.2f} and {v['record'][1]:.2f} in the record, {v['now'][0]:.2f} and "
-                f"{v['now'][1]:.2f} today" for seed, v in moved.items())
+                f"{v['now'][1]:.2f} as installed" for seed, v in moved.items())
             + ". Within the record every learner and the signal rule met the same markets, so its comparisons hold "
               "for the markets it ran.")
     paragraphs.append("To make its parts again, one command each: " + "; ".join(
@@ -988,7 +988,7 @@ def sweep_method(record: Mapping, name: str, reader_out: str, live_hold: float |
         paragraphs.append(
             f"This record was made on {record['date'][:10]} with the package of that day, whose sizing of detected "
             f"ex-days (chapter 1.4) gives buy-and-hold a validation Sharpe on the sample of {recorded:.2f}, where "
-            f"today's gives {live_hold:.2f} on chapter 1's prices. That shifts the record's absolute Sharpe ratios on "
+            f"the package as installed gives {live_hold:.2f} on chapter 1's prices. That shifts the record's absolute Sharpe ratios on "
             "the sample, not the fairness of its comparisons: every variant and seed ran on the same prices, and the "
             "comparisons among them share it.")
     if live_synthetic_holds:
@@ -1001,7 +1001,7 @@ def sweep_method(record: Mapping, name: str, reader_out: str, live_hold: float |
                 f"On its synthetic {'market' if len(moved) == 1 else 'markets'} of seed"
                 f"{'' if len(moved) == 1 else 's'} {teaching.listed(list(map(str, moved)))}, buy-and-hold's validation "
                 "Sharpe reads " + ", ".join(f"{old:.3f} (seed {seed})" for seed, (old, _) in moved.items())
-                + f" in the record, made with the package of {record['date'][:10]}; today's package builds these "
+                + f" in the record, made with the package of {record['date'][:10]}; the package as installed builds these "
                 "markets with " + ", ".join(f"{new:.3f}" for _, new in moved.values())
                 + ". Every variant met the same three markets, so the comparisons hold for the markets the record ran.")
     return how_measured(*paragraphs)

@@ -248,8 +248,11 @@ def gamma_records_table(sweep: Mapping, walk: Mapping, learn: Mapping) -> pd.Dat
     defaults instead: chapter 2's sweep (``bench_sweep.json``: its base config's γ, the knobs its
     variants change), the walk-forward run (``bench_walkforward.json``: the entries of its config
     that differ from the defaults) and the learning benchmark (``bench_learn.json``: the ``--set``
-    overrides of its parts; with none, every part ran the defaults, γ included)."""
+    overrides of its parts; with none, every part ran the defaults, γ included). The ``learner``
+    column says which learner's defaults those were (`teaching.ran_plain_learner`: the plain learner's
+    for a record made before the default learner's)."""
     from ..agents import PPOConfig
+    from .teaching import ran_plain_learner
 
     defaults = PPOConfig()
     varied = sorted({knob for change in sweep["variants"].values() for knob in change})
@@ -265,6 +268,9 @@ def gamma_records_table(sweep: Mapping, walk: Mapping, learn: Mapping) -> pd.Dat
                                "changes from the defaults": ", ".join(overrides) or
                                f"none, in each of its {len(learn['runs'])} parts"},
     }
+    for name, record in (("chapter 2's sweep", sweep), ("walk-forward (chapter 1)", walk), ("learning benchmark", learn)):
+        rows[name]["learner"] = ("plain (λ 0.95, neither baseline)" if ran_plain_learner(record)
+                                 else "default (λ 0.2, both baselines)")
     return pd.DataFrame(rows).T
 
 
