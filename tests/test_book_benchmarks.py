@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from finrl_tutorial.book import benchmarks, read_records, record_names, scale  # noqa: E402
+from finrl_tutorial.book import benchmarks, read_records, record_names, scale, teaching  # noqa: E402
 from finrl_tutorial.book.report import rollout_share_table  # noqa: E402
 from finrl_tutorial.metrics import TIE_MARGIN, stored_verdict  # noqa: E402
 
@@ -106,7 +106,7 @@ def test_learners_table_names_the_learner_of_every_record_from_its_config_or_its
     assert table.loc["bench_env.jsonl", "learner"].startswith("none")
     for name, row in table.iterrows():
         if not row["learner"].startswith("none") and "config" not in read_records(name)[0]:
-            assert (row["learner"] == "plain") == (row["measured"].split(" .. ")[-1] < benchmarks.DEFAULT_LEARNER_FROM)
+            assert (row["learner"] == "plain") == (row["measured"].split(" .. ")[-1] < teaching.DEFAULT_LEARNER_FROM)
 
 
 def test_commands_note_shows_each_record_command_as_a_reader_runs_it():

@@ -155,6 +155,22 @@ def train_and_follow(market: PreparedMarket, config, env_config, *, eval_every: 
     return FollowedRun(result, evaluations, wall, wall - followers)
 
 
+def checked_overrides(pairs: list[str], algos, set_by_bench, refusal: str) -> tuple[dict, dict]:
+    """``--set`` as a benchmark takes it: `parse_overrides` of ``pairs``, then one line (exit 2) for a
+    field in ``set_by_bench`` (``"--set <fields>: " + refusal``) or for an unknown field or bad value,
+    before any run. Returns the overrides and each of ``algos``' config with them."""
+    from ..agents import make_config
+
+    overrides = parse_overrides(pairs)
+    fixed = sorted(set(overrides) & set(set_by_bench))
+    if fixed:
+        raise InputError(f"--set {', '.join(fixed)}: {refusal}")
+    try:  # an unknown field or a bad value fails here, before any run
+        return overrides, {algo: make_config(algo, **overrides) for algo in algos}
+    except (TypeError, ValueError) as error:
+        raise InputError(f"--set: {error}") from None
+
+
 def parse_overrides(pairs: list[str]) -> dict:
     """``["gamma=0.9", "network=mlp", "hidden_sizes=32,32"]`` → ``{"gamma": 0.9, "network": "mlp",
     "hidden_sizes": (32, 32)}``: numbers where they parse, booleans, a comma-separated list as a tuple."""

@@ -57,7 +57,7 @@ from ..errors import InputError
 from ..provenance import machine
 from ..metrics import difference_verdict, sharpe_difference_ci
 from ..training.trainer import initial_agent
-from .common import explicit_command, parse_overrides, train_and_follow
+from .common import checked_overrides, explicit_command, parse_overrides, train_and_follow  # noqa: F401 (parse_overrides: bench.learn.parse_overrides)
 from .peers import PeerMissing, sb3_ppo_train
 
 DEFAULT_STRENGTHS = {"factor": 0.10, "cross_section": 0.10, "momentum": 0.17, "reversal": 0.18, "none": 0.0}
@@ -351,17 +351,9 @@ def check_arguments(args) -> dict:
         raise InputError("--seeds, --jobs and every --budgets value must be >= 1")
     if args.first_seed < 0:
         raise InputError(f"--first-seed must be >= 0, got {args.first_seed}")
-    overrides = parse_overrides(args.set)
-    fixed = sorted(set(overrides) & set(SET_BY_THE_BENCHMARK))
-    if fixed:
-        raise InputError(f"--set {', '.join(fixed)}: bench learn sets these itself (the seed is the market's, "
-                         "total_steps the largest --budgets): use --seeds and --budgets")
-    configs = {}
-    try:  # an unknown field or a bad value fails here, before any run
-        for algo in args.algos:
-            configs[algo] = make_config(algo, **overrides)
-    except (TypeError, ValueError) as error:
-        raise InputError(f"--set: {error}") from None
+    overrides, configs = checked_overrides(args.set, args.algos, SET_BY_THE_BENCHMARK,
+                                           "bench learn sets these itself (the seed is the market's, "
+                                           "total_steps the largest --budgets): use --seeds and --budgets")
     for algo, config in configs.items():
         if min(args.budgets) < config.rollout_size:
             raise InputError(f"--budgets {min(args.budgets):,} is below one {algo} rollout of {config.rollout_size:,} "

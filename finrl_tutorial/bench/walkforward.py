@@ -56,7 +56,7 @@ from ..errors import InputError, check_int
 from ..metrics import sharpe_difference_ci
 from ..provenance import machine
 from ..training import initial_agent, train
-from .common import check_same_settings, explicit_command, parse_overrides
+from .common import check_same_settings, checked_overrides, explicit_command
 
 POLICIES = ("agent", "untrained_agent", "constant_action", "equal_weight_buy_and_hold",
             "equal_shares_buy_and_hold", "random")
@@ -365,14 +365,9 @@ def run(args):
     for name in ("seeds", "jobs", "threads", "total_steps", "eval_every", "min_train_days"):
         if getattr(args, name) < 1:
             raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    overrides = parse_overrides(args.set)
-    fixed = sorted(set(overrides) & {"seed", "total_steps", "algo"})
-    if fixed:
-        raise InputError(f"--set {', '.join(fixed)}: bench walkforward sets these itself (use --seeds and --total-steps)")
-    try:  # an unknown field or a bad value fails here, before any run
-        learner = make_config("ppo", **overrides)
-    except (TypeError, ValueError) as error:
-        raise InputError(f"--set: {error}") from None
+    overrides, configs = checked_overrides(args.set, ["ppo"], ("seed", "total_steps", "algo"),
+                                           "bench walkforward sets these itself (use --seeds and --total-steps)")
+    learner = configs["ppo"]
     source = Path(args.data) if args.data != "sample" else "sample"
     everything = load_market(source)
     folds = walk_forward_folds(pd.DatetimeIndex(everything.full.dates), args.years, valid_months=args.valid_months,

@@ -22,7 +22,7 @@ from .folded import MethodNote
 from .report import code_spans, peer_summary, provenance, rollout_share_table
 from .scale import (SCALE_RECORD, SPEED_TIE_MARGIN, TrainerModel, clamped_terms, fit_cost_model, holm_speed_tests,
                     measured_points, peer_comparisons, phase_table, plot_projection, project, round_ratios)
-from .teaching import DEFAULT_LEARNER_FROM, listed, ran_plain_learner, reader_command
+from .teaching import listed, ran_plain_learner, reader_command
 
 #: The records chapter 8 reads, with the section that reads each.
 CHAPTER_RECORDS = {"bench_env.jsonl": "8.2 env throughput", "bench_train.jsonl": "8.3 training loop",
@@ -102,13 +102,13 @@ NO_LEARNER = {"bench_env.jsonl": "none (the env alone)", "anchors_elegantrl_h200
 def record_learner(name: str) -> str:
     """Which learner the committed record ``name`` ran: ``plain`` or ``default`` (glossary: plain and
     default learner), from the PPO config it stores where it stores one (both baselines off: plain; on:
-    default), else from its date against `DEFAULT_LEARNER_FROM`; `NO_LEARNER`'s records run none."""
+    default), else from its last date (`teaching.ran_plain_learner`); `NO_LEARNER`'s records run none."""
     if name in NO_LEARNER:
         return NO_LEARNER[name]
     records = read_records(name)
     if not any({"pathwise", "market_baseline"} & set(record.get("config") or {}) for record in records):
-        return "plain" if _date(records).split(" .. ")[-1] < DEFAULT_LEARNER_FROM else "default"  # by its date
-    plain = [ran_plain_learner(record) for record in records]  # by the config each stores
+        records = [{"date": _date(records).split(" .. ")[-1]}]  # by its last date (rows may carry none)
+    plain = [ran_plain_learner(record) for record in records]
     return "plain" if all(plain) else "default" if not any(plain) else "plain and default"
 
 

@@ -645,9 +645,6 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
     beats = [learner.upper() for learner, row in pooled_rule.iterrows() if row["verdict"] == "beats"]
     per_family = sorted(set(versus_rule.drop(index="all families", level="family")["verdict"]))
 
-    def interval(ci):
-        return f"{ci['difference']:+.2f} [{ci['low']:+.2f}, {ci['high']:+.2f}]"
-
     def ahead(ic, stocks):
         rows = per_market.loc[(ic, stocks)]
         return int((rows["agent test excess"] > rows["informed test excess"]).sum())
@@ -655,7 +652,7 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
     return _measured_box(
         this_run={
             f"planted edge (IC 0.10, one market), {syn_steps:,} env-steps: signal-rule capture":
-                f"{captured:.0%}; Sharpe vs buy-and-hold {interval(syn_versus)}: {syn_versus['verdict']}",
+                f"{captured:.0%}; Sharpe vs buy-and-hold {teaching._interval_text(syn_versus)}: {syn_versus['verdict']}",
             "equal-weight buy-and-hold, 1.8's test split, full costs, detected dividends only": f"{split_hold:+.1%}",
         },
         committed={
@@ -669,7 +666,7 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
                 f"{row['markets']} markets: {row['verdict']}" for learner, row in pooled_rule.iterrows())
                 + f"; per family: {', '.join(per_family)}",
             "walk-forward, agent vs buy-and-hold (bench_walkforward.json)": ", ".join(
-                f"{year} {interval(wf_intervals[year])} {verdict}"
+                f"{year} {teaching._interval_text(wf_intervals[year])} {verdict}"
                 + (f" (fragile: it turns on an end within 0.01 of the ±{margin} margin)" if year in fragile else "")
                 for year, verdict in wf_verdicts.items())
                 + (f"; pooled, {seeds_below[0]} of {seeds_below[1]} seeds below buy-and-hold" if seeds_below else ""),
@@ -693,23 +690,20 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
 
 
 def default_learner_rows(job: Mapping, walk_intervals: Mapping, walk_verdicts: Mapping, comparison: pd.DataFrame,
-                         paired_all: Mapping, margin: float = 0.25) -> dict[str, str]:
+                         paired_all: Mapping) -> dict[str, str]:
     """The default learner's records as rows of `edge_box`: the five-seed run on the sample (``job``,
     its two intervals), the walk-forward (``walk_intervals``/``walk_verdicts``: `walkforward_reading`'s
     intervals and `teaching.walkforward_verdicts`), the informed-oracle capture per realistic cell and
     group of markets (``comparison``: `learner_comparison`), and its test excess minus the plain
     learner's on the markets both ran (``paired_all``: `paired_test`)."""
-    def interval(ci):
-        return f"{ci['difference']:+.2f} [{ci['low']:+.2f}, {ci['high']:+.2f}]"
-
     days, both = job["sharpe_vs_buy_and_hold"], job["sharpe_vs_buy_and_hold_seeds_and_days"]
     default = comparison.xs("default", level="learner")
     return {
         "default learner, the sample's test split, five seeds (main_job_pathwise_5seeds_report.json)":
-            f"{interval(days)} {stored_verdict(days)}; seeds and days resampled "
+            f"{teaching._interval_text(days)} {stored_verdict(days)}; seeds and days resampled "
             f"[{both['low']:+.2f}, {both['high']:+.2f}] {stored_verdict(both)}",
         "default learner, walk-forward (bench_walkforward_pathwise.json)": ", ".join(
-            f"{year} {interval(walk_intervals[year])} {verdict}" for year, verdict in walk_verdicts.items()),
+            f"{year} {teaching._interval_text(walk_intervals[year])} {verdict}" for year, verdict in walk_verdicts.items()),
         "default learner, informed-oracle capture, pooled (bench_learn_pathwise.json)": "; ".join(
             f"IC {ic:g} × {stocks} (markets {markets}): "
             + ("—" if pd.isna(row["informed oracle captured (pooled)"]) else f"{row['informed oracle captured (pooled)']:.2f}")
