@@ -38,8 +38,14 @@ def plot_equity(
     path: str | os.PathLike | None = None,
     title: str = "Equity curve",
     highlight: str | None = "agent",
+    relative_to: str | None = None,
 ) -> Figure:
     """Wealth curves normalised to 1.0 (top) and their drawdowns in % (bottom).
+
+    ``relative_to`` (a label of ``curves``, e.g. ``"equal_weight_buy_and_hold"``) adds a middle
+    axis: each other curve's wealth over that one's, ``100 * (W_t / R_t - 1)`` in % (with
+    ``W_0 = R_0``), so that curves the top axis draws on top of each other can be told apart. It
+    frames the highlighted curve (at least ±3 %) and names the curves that leave it.
 
     ``curves`` maps a label (strategy, agent, benchmark) to a wealth series indexed by
     date. Top axis: ``W_t / W_0``, with the start (1.0) as the reference line. Bottom axis:
@@ -52,11 +58,20 @@ def plot_equity(
     """
     if not curves:
         raise ValueError("plot_equity needs at least one curve")
-    fig = Figure(figsize=(10, 6), layout="constrained")
-    ax_w, ax_dd = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    if relative_to is not None and relative_to not in curves:
+        raise ValueError(f"plot_equity: relative_to={relative_to!r} is not one of the curves {list(curves)}")
+    if relative_to is None:
+        fig = Figure(figsize=(10, 6), layout="constrained")
+        ax_w, ax_dd = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+        ax_rel = None
+    else:
+        fig = Figure(figsize=(10, 8), layout="constrained")
+        ax_w, ax_rel, ax_dd = fig.subplots(3, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1.6, 1]})
+        reference = _validate_wealth(curves[relative_to], name=f"curve {relative_to!r}")
+        reference = reference / reference.iloc[0]
     hero = highlight if highlight in curves else None
     order = [label for label in curves if label != hero] + ([hero] if hero is not None else [])
-    handles = {}
+    handles, ratios = {}, {}
     for rank, label in enumerate(order):
         w = _validate_wealth(curves[label], name=f"curve {label!r}")
         norm = w / w.iloc[0]
@@ -65,6 +80,11 @@ def plot_equity(
                  else dict(linewidth=1.1, alpha=0.85, zorder=2 + rank))
         (line,) = ax_w.plot(norm.index, norm.to_numpy(), label=str(label), **style)
         handles[label] = line
+        if ax_rel is not None and label != relative_to:
+            ratio = 100.0 * (norm / reference.reindex(norm.index) - 1.0)
+            ratios[label] = ratio
+            ax_rel.plot(ratio.index, ratio.to_numpy(), color=line.get_color(), linewidth=style["linewidth"],
+                        zorder=style["zorder"], alpha=style.get("alpha", 1.0))
         ax_dd.fill_between(
             dd.index, 100.0 * dd.to_numpy(), 0.0, color=line.get_color(),
             alpha=0.12 if label == hero else 0.2, linewidth=0, zorder=style["zorder"]
@@ -77,6 +97,18 @@ def plot_equity(
     legend_order = ([hero] if hero is not None else []) + [label for label in curves if label != hero]
     ax_w.legend([handles[label] for label in legend_order], [str(label) for label in legend_order], loc="best")
     ax_w.grid(alpha=0.3)
+    if ax_rel is not None:
+        ax_rel.axhline(0.0, color=handles[relative_to].get_color(), linewidth=1.2, linestyle="--")
+        ax_rel.set_ylabel(f"above {relative_to} (%)", fontsize="small")
+        ax_rel.grid(alpha=0.3)
+        if hero is not None and hero in ratios:
+            # the axis frames the highlighted curve (at least ±3 %): a curve far away would flatten it
+            half = 1.3 * max(3.0, float(ratios[hero].abs().max()))
+            ax_rel.set_ylim(-half, half)
+            outside = [label for label, ratio in ratios.items() if float(ratio.abs().max()) > half]
+            if outside:
+                ax_rel.text(0.01, 0.03, "leave the axis: " + ", ".join(outside), transform=ax_rel.transAxes,
+                            fontsize="x-small", color="dimgrey", va="bottom")
     ax_dd.set_ylabel("drawdown (%)")
     ax_dd.set_xlabel("date")
     ax_dd.grid(alpha=0.3)

@@ -738,6 +738,15 @@ def test_plot_equity_draws_the_agent_on_top_and_wider_than_every_baseline():
     assert [text.get_text() for text in axis.get_legend().get_texts()][0] == "agent"
     plain = plot_equity(curves, highlight=None).axes[0]
     assert len({line.get_linewidth() for line in plain.get_lines() if not line.get_label().startswith("_")}) == 1
+    # relative to buy-and-hold: a middle axis where the agent, drawn on buy-and-hold above, sits on the 0 line
+    relative = plot_equity(curves, relative_to="buy_and_hold").axes
+    assert len(relative) == 3 and relative[1].get_ylabel() == "above buy_and_hold (%)"
+    drawn = [line for line in relative[1].get_lines() if len(line.get_xdata()) == 5]
+    assert len(drawn) == 2  # the agent and random; the reference is the dashed 0 line
+    assert [float(v) for v in drawn[-1].get_ydata()] == [0.0] * 5  # the agent (drawn last) equals buy-and-hold
+    assert [round(float(v), 6) for v in drawn[0].get_ydata()][:2] == [0.0, round(100 * (0.9 / 1.1 - 1), 6)]
+    with pytest.raises(ValueError, match="relative_to='csi300' is not one of the curves"):
+        plot_equity(curves, relative_to="csi300")
 
 
 # --------------------------------------------------------------------------- (d) the readings chapters 1-3 teach with

@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from finrl_tutorial.book import benchmarks, read_records, record_names, scale, teaching  # noqa: E402
+from finrl_tutorial.book import benchmarks, demo, read_records, record_names, scale, teaching  # noqa: E402
 from finrl_tutorial.book.report import rollout_share_table  # noqa: E402
 from finrl_tutorial.metrics import TIE_MARGIN, stored_verdict  # noqa: E402
 
@@ -55,7 +55,7 @@ def comparisons(peer_records):
 
 @pytest.fixture(scope="module")
 def full_run():
-    return read_records("main_job_5seeds_report.json")[0]
+    return read_records(demo.MAIN_JOB_RECORD)[0]
 
 
 # --- the collapsed method block and the ratio format --------------------------------------------------
@@ -78,7 +78,8 @@ def test_times_prints_one_decimal_from_ten_and_two_below():
 def test_sources_table_names_every_record_with_its_device_and_only_the_anchor_is_a_gpu_figure():
     table = benchmarks.sources_table()
     assert set(table.index) == {"bench_env.jsonl", "bench_train.jsonl", scale.SCALE_RECORD, benchmarks.REPEAT_RECORD,
-                                "anchors_elegantrl_h200.jsonl", "main_job_5seeds_report.json", "bench_peers.jsonl"}
+                                "anchors_elegantrl_h200.jsonl", "main_job_5seeds_report.json",
+                                "main_job_pathwise_5seeds_report.json", "bench_peers.jsonl"}
     for name, row in table.iterrows():
         records = read_records(name)
         machine = records[-1].get("machine") or records[-1]
@@ -365,7 +366,7 @@ def test_the_cost_model_figure_stops_at_eight_processes(speed, quiet):
     plt.close(fig)
     fig, ax = plt.subplots()
     benchmarks.plot_cost_models(benchmarks.cost_models(quiet), speed, ax, trainer=scale.fit_trainer_model(quiet))
-    assert "against one in-process trainer with as many envs" in ax.get_title()
+    assert "against one in-process trainer with as many envs" in ax.get_title().replace("\n", " ")
     plt.close(fig)
 
 
@@ -403,14 +404,14 @@ def test_plot_gpu_throughput_draws_gpu_measurements_only(anchors):
 
 def test_full_run_readings_follow_the_report(full_run):
     versus = full_run["sharpe_vs_buy_and_hold"]
-    assert stored_verdict(versus, versus.get("margin", TIE_MARGIN)) == "inconclusive"
+    assert stored_verdict(versus, versus.get("margin", TIE_MARGIN)) == "tie"
     untrained = benchmarks.untrained_reading(full_run)
-    assert untrained["at_or_below"] == sum(s <= untrained["untrained"] + 1e-9 for s in untrained["seeds"]) == 4
-    # every baseline within one seed-std, equal-weight buy-and-hold (2.38 against 2.29 ± 0.12) included
+    assert untrained["at_or_below"] == sum(s <= untrained["untrained"] + 1e-9 for s in untrained["seeds"]) == 5
+    # every baseline within one seed-std: equal-shares buy-and-hold (2.33 against 2.32 ± 0.02), not equal-weight (2.38)
     agent, std = full_run["agent"]["sharpe_ratio"], full_run["agent_std"]["sharpe_ratio"]
     inside = {name: row["sharpe_ratio"] for name, row in full_run["baselines"].items()
               if abs(row["sharpe_ratio"] - agent) <= std}
-    assert benchmarks.within_one_std(full_run) == inside and "equal_weight_buy_and_hold" in inside
+    assert benchmarks.within_one_std(full_run) == inside and set(inside) == {"equal_shares_buy_and_hold"}
     assert "random" not in inside
 
 
@@ -425,9 +426,14 @@ def test_full_run_readings_move_with_the_report(full_run):
 
 
 def test_full_run_note_holds_the_machine_and_the_command(full_run):
-    note = str(benchmarks.full_run_note("main_job_5seeds_report.json", full_run))
+    note = str(benchmarks.full_run_note(demo.MAIN_JOB_RECORD, full_run))
     assert f"{full_run['env_steps']:,} env-steps in {full_run['wall_seconds']:,.0f} s on 2 CPU cores" in note
-    assert f"`{full_run['command']}`" in note
+    assert f"`{full_run['command']}`." in note and "plain learner" not in note
+    # the plain learner's record of the same command is made again with the plain learner's flags
+    plain = read_records("main_job_5seeds_report.json")[0]
+    plain_note = str(benchmarks.full_run_note("main_job_5seeds_report.json", plain))
+    assert f"`{teaching.reader_command(plain['command'], plain=True)}` makes it again" in plain_note
+    assert "--no-market-baseline --no-pathwise" in plain_note
 
 
 def test_seed_table_gives_the_gap_in_standard_errors_and_the_bootstrap_verdict(full_run):
@@ -439,7 +445,7 @@ def test_seed_table_gives_the_gap_in_standard_errors_and_the_bootstrap_verdict(f
     assert rows["gap, agent − buy-and-hold"] == f"{mean - hold:+.2f}"
     assert rows["gap in standard errors"] == f"{abs(mean - hold) / error:.1f}"
     assert rows["standard error of the mean over seeds (std ÷ √K)"] == f"{error:.3f}"
-    assert rows["verdict"] == "inconclusive" and rows["bootstrap Sharpe difference, 95 % interval"] == "-0.09 [-0.25, +0.06]"
+    assert rows["verdict"] == "tie" and rows["bootstrap Sharpe difference, 95 % interval"] == "-0.06 [-0.23, +0.11]"
     flat = copy.deepcopy(full_run)
     flat["agent_std"]["sharpe_ratio"] = 0.0
     assert benchmarks.seed_table(flat).data["this run"]["gap in standard errors"] == benchmarks.NO_SEED_GAP
@@ -514,7 +520,7 @@ def test_chapter_box_names_each_record_its_device_and_its_baseline(full_run, pee
     assert "another program on another device" in gpu and "7c64395f" in gpu
     assert all("CPU" in name for name in committed if "bench_" in name)
     verdict = stored_verdict(full_run["sharpe_vs_buy_and_hold"], full_run["sharpe_vs_buy_and_hold"]["margin"])
-    assert committed["the full-size run, 5 seeds (main_job_5seeds_report.json)"].endswith(verdict)
+    assert committed[f"the full-size run, 5 seeds ({demo.MAIN_JOB_RECORD})"].endswith(verdict)
 
 
 def test_the_box_says_why_fast_modes_seeds_do_not_spread(full_run):

@@ -1,6 +1,6 @@
 """Chapter 1's readings (`finrl_tutorial.book.demo`): each table, figure and box says what its inputs say.
 
-The committed records (``main_job_5seeds_report.json``, ``bench_sweep.json``) and the embedded sample
+The committed records (``demo.MAIN_JOB_RECORD``, ``bench_sweep.json``) and the embedded sample
 are read as the chapter reads them; small hand-made inputs cover the branches the records do not
 reach. No training, no timing.
 """
@@ -28,13 +28,14 @@ def prepared():
 
 @pytest.fixture(scope="module")
 def report():
-    return ft.book.read_records("main_job_5seeds_report.json")[0]
+    return ft.book.read_records(demo.MAIN_JOB_RECORD)[0]
 
 
 
 def test_the_chapter_reaches_the_module_as_ft_book_demo():
     assert ft.book.demo is demo
-    assert all(callable(getattr(demo, name)) for name in demo.__all__)
+    assert all(callable(getattr(demo, name)) for name in demo.__all__ if not name.isupper())
+    assert demo.MAIN_JOB_RECORD in ft.book.record_names("main_job_*_report.json")  # the record chapters 1 and 8 read
 
 
 # --------------------------------------------------------------------------- data
@@ -305,7 +306,7 @@ def test_how_measured_is_folded_and_names_each_record_with_its_command(report, s
     page = folded._repr_markdown_()
     assert page.startswith('<details class="how-measured">') and "How this was measured" in page
     assert " open" not in page.split(">")[0]  # closed until clicked
-    assert "`main_job_5seeds_report.json`" in page and "`bench_sweep.json`" in page
+    assert f"`{demo.MAIN_JOB_RECORD}`" in page and "`bench_sweep.json`" in page
     text = str(folded)
     assert report["command"] in text and report["machine"]["date"][:10] in text
     assert f"{report['sharpe_vs_buy_and_hold']['resamples']:,} resamples" in text
@@ -329,7 +330,7 @@ def test_chapter_box_names_its_records_and_recomputes_the_committed_verdict(repo
     missing = pd.Series([0.031, 0.042])
     box = demo.chapter_box(16_384, _table(), versus, missing, moved, report, sweep, page_hold_valid=-0.48, fast=True)
     text = str(box)
-    assert "main_job_5seeds_report.json" in text and "bench_sweep.json" in text
+    assert demo.MAIN_JOB_RECORD in text and "bench_sweep.json" in text
     assert (f"vs {report['baselines']['equal_weight_buy_and_hold']['sharpe_ratio']:.2f}: "
             f"{stored_verdict(report['sharpe_vs_buy_and_hold'])}; 5 of 5 seeds below buy-and-hold") in text
     assert (f"{report['agent']['sharpe_ratio']:.2f} ± {report['agent_std']['sharpe_ratio']:.2f} (mean ± std over the "
@@ -341,5 +342,5 @@ def test_chapter_box_names_its_records_and_recomputes_the_committed_verdict(repo
                                 fast=False))
     assert "fast mode" not in full and "[-0.40, +0.50]: inconclusive" in full
     assert "package of" not in full and "see How this was measured" in full  # the sweep's package: said once, folded
-    assert "4 of its 5 seeds end at or below the untrained network's test Sharpe" in full  # the record's own count
+    assert "5 of its 5 seeds end at or below the untrained network's test Sharpe" in full  # the record's own count
     assert "stay close" not in full

@@ -77,7 +77,7 @@ def test_the_benchmarks_row_reads_the_peer_record_and_the_full_run():
                           & comparisons["baseline"].str.startswith("elegantrl")]["ratio of medians"]
     assert f"our single env ran {benchmarks.times(finrl)} FinRL's" in row
     assert f"our batched env {benchmarks.times(elegant.min())}–{benchmarks.times(elegant.max())} ElegantRL's" in row
-    full = read_records("main_job_5seeds_report.json")[0]
+    full = read_records(ft.book.demo.MAIN_JOB_RECORD)[0]
     untrained = benchmarks.untrained_reading(full)["untrained"]
     hold = full["baselines"]["equal_weight_buy_and_hold"]["sharpe_ratio"]
     agent = full["agent"]["sharpe_ratio"]
@@ -99,9 +99,10 @@ def test_the_learning_rows_read_the_pathwise_records():
     table = learning.learner_comparison(realistic, pathwise)
     today, before = table.loc[(0.05, 100, "0-4", "default")], table.loc[(0.05, 100, "0-4", "plain")]
     unseen = table.loc[(0.05, 100, "100-104", "default")]
-    said = (f"it earned {unseen['informed oracle captured (pooled)']:.2f} of the informed oracle's excess",
+    said = (f"earned {unseen['informed oracle captured (pooled)']:.2f} of the excess of the best such rule (the informed oracle)",
             f"beat buy-and-hold on all 5 markets", f"it earned {today['informed oracle captured (pooled)']:.2f}, "
-            f"where the plain learner (", f"made the walk-forward above) earned {before['informed oracle captured (pooled)']:.2f}. |")
+            f"where the plain learner (the package's defaults before 2026-12-06) earned "
+            f"{before['informed oracle captured (pooled)']:.2f}.")
     assert today["beats buy-and-hold"] == unseen["beats buy-and-hold"] == "5 of 5"
     assert all(part in demo for part in said), said
     assert "(on a one-day problem 0.11 of the score function's variance" in ppo  # chapter 3.0 checks the 0.11 live
@@ -112,5 +113,21 @@ def test_the_demo_row_reads_the_default_learners_walk_forward():
     record = read_records("bench_walkforward_pathwise.json")[0]
     verdicts = teaching.walkforward_verdicts(record)
     assert verdicts["pooled"] == "inconclusive" and verdicts["2017"] == "loses"
-    assert "the walk-forward is inconclusive pooled, and 2017 a loss by the days-only interval" in row
+    assert "with the default learner it is inconclusive pooled, and 2017 a loss by the days-only interval" in row
+    plain = teaching.walkforward_verdicts(read_records("bench_walkforward.json")[0])
+    assert "loses" not in plain.values() and "beats" not in plain.values() and "beats" not in verdicts.values()
+    assert "finds no year in which the agent beats buy-and-hold" in row  # neither learner's walk-forward
+    five = read_records(ft.book.demo.MAIN_JOB_RECORD)[0]  # "the five trained seeds end below the untrained network and tie"
+    assert ft.metrics.stored_verdict(five["sharpe_vs_buy_and_hold"]) == "tie"
+    assert all(seed["sharpe_ratio"] < five["baselines"]["untrained_agent"]["sharpe_ratio"]
+               for seed in five["agent_per_seed"].values())
     assert benchmarks.record_learner("bench_walkforward_pathwise.json") == "default"
+
+
+def test_the_opening_says_where_the_speed_figures_were_measured():
+    text = (Path(__file__).resolve().parents[1] / "book" / "intro.md").read_text()
+    assert "Every speed figure of this package was measured on a CPU with two cores" in text
+    # the sentence "holds no GPU measurement of the package" stands only while no GPU record is committed
+    assert "the book holds no GPU measurement of the package" in text and not ft.book.record_names("gpu*.json")
+    scale_record = read_records(scale.SCALE_RECORD)
+    assert {row["cpu_count"] for row in scale_record} == {2}

@@ -162,7 +162,7 @@ def test_the_projection_figure_draws_the_fit_the_points_and_the_what_if(quiet, t
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "DDP ranks (fitted): measured" in labels
     assert any(label.startswith(learners.WHAT_IF.format(factor=10)) for label in labels)
-    assert "fastest in-process trainer" in ax.get_title()
+    assert "fastest in-process trainer" in ax.get_title().replace("\n", " ")
     plt.close(fig)
 
 
@@ -170,7 +170,7 @@ def test_the_like_with_like_projection_figure_names_its_baseline(quiet, table):
     model, trainer = scale.fit_cost_model(quiet, "ddp"), scale.fit_trainer_model(quiet)
     fig, ax = plt.subplots()
     learners.plot_ddp_projection(model, table, ax, trainer=trainer)
-    assert "with as many envs" in ax.get_title() and "with as many envs" in ax.get_ylabel()
+    assert "with as many envs" in ax.get_title().replace("\n", " ") and "with as many envs" in ax.get_ylabel()
     plt.close(fig)
 
 

@@ -524,6 +524,29 @@ def test_learner_differences_pair_only_the_same_markets(realistic):
     assert len(paired) == 12 and 0 not in set(paired["market"])
 
 
+def test_the_ablation_table_pairs_each_ablated_learner_with_the_default_on_its_markets(realistic):
+    cells = [c for c in realistic["cases"] if c["ic"] == 0.05 and c["stocks"] == 100 and c["seed"] < 3]
+    ablated = []
+    for field, value, shift in (("pathwise", False, 0.05), ("gae_lambda", 0.95, -0.01)):
+        for case in cells:
+            curve = {select: {budget: {**point, "test_excess": point["test_excess"] - shift}
+                              for budget, point in points.items()} for select, points in case["curve"].items()}
+            ablated.append({**case, "config": {"algo": "ppo", field: value}, "curve": curve})
+    table = learning.ablation_table(realistic, {"cases": ablated})
+    assert list(table.index) == ["default learner", learning.ABLATION_LABELS["pathwise"],
+                                 learning.ABLATION_LABELS["gae_lambda"]]
+    assert (table["markets"] == "0, 1, 2").all()  # only the markets the ablation ran, for the default too
+    without = table.loc[learning.ABLATION_LABELS["pathwise"]]
+    assert without["default − this (mean)"] == pytest.approx(0.05) and without["default ahead on"] == "3 of 3"
+    assert without["low"] == pytest.approx(0.05) == pytest.approx(without["high"])  # equal differences: no spread
+    behind = table.loc[learning.ABLATION_LABELS["gae_lambda"]]
+    assert behind["default − this (mean)"] == pytest.approx(-0.01) and behind["default ahead on"] == "0 of 3"
+    default = table.loc["default learner"]
+    assert default["agent excess (mean)"] - without["agent excess (mean)"] == pytest.approx(0.05)
+    assert pd.isna(default["default − this (mean)"])
+    assert "—" not in learning.style_ablation(table).to_html()
+
+
 # --------------------------------------------------------------------------- which learner a record ran
 
 

@@ -103,6 +103,16 @@ def test_live_table_sets_every_run_against_the_fastest_in_process_trainer():
         workers.fastest_trainer(live[live["workers"] > 0])
 
 
+def test_a_live_table_warns_under_itself_when_the_machine_was_oversubscribed():
+    quiet = workers.live_table(_runs(LIVE_RATES), {key: 1.5 for key in LIVE_RATES})
+    assert "caption" not in workers.live_view(quiet, cores=2).to_html()
+    busy = workers.live_table(_runs(LIVE_RATES), {key: 1.5 for key in LIVE_RATES} | {(2, 2): 6.25})
+    page = workers.live_view(busy, cores=2).to_html()
+    assert "<caption>Oversubscribed: the load average reached 6.2 on 2 cores" in page
+    assert "caption" not in workers.live_view(busy).to_html()  # no cores given: no claim about them
+    assert workers.oversubscribed_note(2.0, 2) == "" and workers.oversubscribed_note(float("nan"), 2) == ""
+
+
 def test_live_method_names_the_budget_and_the_load_range():
     live = workers.live_table(_runs(LIVE_RATES), {(0, 1): 0.4, (0, 2): 1.6, (1, 1): 0.9, (2, 1): 1.0, (2, 2): 1.2})
     text = str(workers.live_method(live, cores=2, total_steps=32_768))

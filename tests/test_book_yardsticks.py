@@ -151,7 +151,8 @@ def test_sweep_caption_for_a_reader_shows_one_runnable_command():
     command = caption.splitlines()[-1].split(": ", 1)[1]
     assert command.startswith("python -m finrl_tutorial bench sweep") and command.endswith("--out runs/bench_sweep.json")
     assert "/tmp/" not in caption and "--merge" not in caption and "--variants" not in caption
-    assert f"({len(record['runs'])} runs)" in caption
+    assert f"({len(record['runs'])} runs, with the plain learner it ran)" in caption  # a 2026-12-01 record
+    assert "--set gae_lambda=0.95 market_baseline=false pathwise=false --out" in command
     assert sweep_caption(record, "bench_sweep.json").count("  part (") == len(record["merged_from"])  # unchanged without
 
 

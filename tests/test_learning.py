@@ -219,6 +219,19 @@ def test_the_summary_sets_both_oracles_side_by_side_and_finds_the_smallest_beati
     assert "informed_train_valid_capture_pooled" not in row  # these cases have no oracle chosen on the longer window
 
 
+def test_cases_run_with_set_overrides_are_summarised_apart_and_left_out_of_the_smallest_ic():
+    default = [_case(0.05, 30, seed, 0.1, "beats") | {"config": {"algo": "ppo"}} for seed in (0, 1)]
+    ablated = [_case(0.05, 30, seed, 0.02, "tie") | {"config": {"algo": "ppo", "pathwise": False}} for seed in (0, 1)]
+    rows = [r for r in learn.summarize(default + ablated) if r["select"] == "best" and r["env_steps"] == 8192]
+    assert len(rows) == 2  # one row per learner, not one row of four mixed markets
+    plain, changed = sorted(rows, key=lambda r: bool(r.get("overrides")))
+    assert "overrides" not in plain and plain["seeds"] == 2 and plain["test_excess_mean"] == pytest.approx(0.1)
+    assert changed["overrides"] == {"pathwise": False} and changed["test_excess_mean"] == pytest.approx(0.02)
+    assert learn.smallest_beating_ic(rows)[30]["tried"] == [{"ic": 0.05, "beats": 2, "markets": 2}]  # the default's
+    labels = [t.get_text() for t in learn.plot_capture(rows, None).axes[0].get_legend().get_texts()]
+    assert any("pathwise=False" in label for label in labels)
+
+
 def test_the_summary_reads_the_oracle_chosen_on_training_and_validation_beside_the_other():
     cases = [_case(0.05, 30, seed, 0.1, "tie") | {"informed_oracle_train_valid": {"test_excess": long}}
              for seed, long in ((0, 0.3), (1, 0.1))]
@@ -229,3 +242,12 @@ def test_the_summary_reads_the_oracle_chosen_on_training_and_validation_beside_t
     cases[1]["informed_oracle_train_valid"]["test_excess"] = -0.2  # mean 0.05: the agent's 0.1 is twice it
     row = next(r for r in learn.summarize(cases) if r["select"] == "best" and r["env_steps"] == 8192)
     assert row["informed_train_valid_capture_pooled"] == pytest.approx(2.0)
+
+
+def test_the_capture_figure_cuts_its_axis_where_one_band_would_flatten_the_rest_and_says_so():
+    wide = [_case(0.05, 30, 0, 0.1, "tie", informed=0.2), _case(0.05, 30, 1, 0.7, "beats", informed=0.1)]
+    rows = learn.summarize(wide)  # informed captures 0.5 and 7.0: the band reaches 7
+    left = learn.plot_capture(rows, None).axes[0]
+    assert left.get_ylim()[1] == learn.CAPTURE_AXIS_TOP and "axis cut at 3: the highest market's band reaches 7.0" in left.get_title()
+    narrow = learn.plot_capture(learn.summarize([_case(0.05, 30, 0, 0.1, "tie")]), None).axes[0]
+    assert "axis cut" not in narrow.get_title() and narrow.get_ylim()[1] < learn.CAPTURE_AXIS_TOP

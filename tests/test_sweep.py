@@ -97,6 +97,10 @@ def test_tiny_sweep_writes_a_complete_record(tmp_path, capsys):
     record_before = out.read_text()
     assert main(args + ["--resume"]) == 0
     assert json.loads(out.read_text())["runs"] == json.loads(record_before)["runs"]
+    # the record says which learner ran; --resume refuses to mix in runs of another one
+    assert {record["base_config"][k] for k in ("market_baseline", "pathwise")} == {True}
+    assert main(args + ["--resume", "--set", "gae_lambda=0.95", "market_baseline=false", "pathwise=false"]) == 2
+    assert "was made with another base config (gae_lambda, market_baseline, pathwise)" in capsys.readouterr().err
 
 
 def test_merge_joins_parts_of_one_sweep(tmp_path):
@@ -136,8 +140,27 @@ def test_merge_joins_parts_of_one_sweep(tmp_path):
     (["--variants", "gamma=0.5"], "unknown variant"),
     (["--seeds", "0"], "--seeds must be >= 1"),
     (["--total-steps", "1000"], "larger budget"),
+    (["--set", "batch_size=256"], "--set batch_size: the sweep sets these itself"),
+    (["--set", "seed=3"], "--set seed: the sweep sets these itself"),
+    (["--set", "no_such_field=1"], "--set:"),
 ])
 def test_bad_options_end_in_one_line(tmp_path, capsys, extra, message):
     code = main(["bench", "sweep", "--out", str(tmp_path / "s.json"), *extra])
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_sweep_with_set_runs_every_variant_with_the_overrides_and_records_them(tmp_path):
+    out = tmp_path / "plain.json"
+    args = ["bench", "sweep", "--markets", "synthetic", "--variants", "horizon_len=32", "--seeds", "1",
+            "--total-steps", "16384", "--evaluations", "2", "--out", str(out),
+            "--set", "gae_lambda=0.95", "market_baseline=false", "pathwise=false"]
+    assert main(args) == 0
+    record = json.loads(out.read_text())
+    assert (record["base_config"]["gae_lambda"], record["base_config"]["market_baseline"],
+            record["base_config"]["pathwise"]) == (0.95, False, False)
+    assert "--set gae_lambda=0.95 market_baseline=false pathwise=false" in record["command"]
+    from finrl_tutorial.book import teaching
+    assert teaching.ran_plain_learner(record)  # read from the stored base config, whatever the date
+    command = teaching.reader_command("python -m finrl_tutorial bench sweep --seeds 3 --out runs/s.json", plain=True)
+    assert command.endswith("--set gae_lambda=0.95 market_baseline=false pathwise=false")

@@ -162,8 +162,11 @@ class BacktestResult:
         """One row per policy, the main statistics as columns."""
         return pd.DataFrame(self.metrics).T[TABLE_COLUMNS]
 
-    def plot(self, path=None, title="Backtest"):
-        return plot_equity({name: record.wealth for name, record in self.records.items()}, path=path, title=title)
+    def plot(self, path=None, title="Backtest", relative_to: str | None = None):
+        """`finrl_tutorial.plots.plot_equity` of every policy; ``relative_to`` (a policy's name, e.g.
+        ``"equal_weight_buy_and_hold"``) adds each curve's wealth relative to that one's."""
+        return plot_equity({name: record.wealth for name, record in self.records.items()}, path=path, title=title,
+                           relative_to=relative_to)
 
 
 def backtest(policy: Policy | None, market: MarketData, env_config: EnvConfig | None = None, *,

@@ -181,18 +181,22 @@ def capture(excess: float, oracle_excess: float) -> float:
 
 
 def summarize(cases: list[dict]) -> list[dict]:
-    """Per family, strength, universe, learner, selection and budget: the capture of the signal rule's and
+    """Per family, strength, universe, learner (a case run with ``--set`` overrides is a learner of its
+    own: its row names them in ``overrides``), selection and budget: the capture of the signal rule's and
     of the informed oracle's excess (mean and spread over markets, and pooled: mean excess / mean
     oracle excess, steadier when an oracle's excess is small), how many markets the agent beats
     buy-and-hold in by the Sharpe interval, the training time to reach the budget and the
     informed capture per minute of it."""
     rows = []
     groups: dict[tuple, list[dict]] = {}
-    for case in cases:  # runs of another length are another learner: their curves differ
+    for case in cases:  # runs of another length, or with other --set overrides, are another learner
         run_steps = case.get("total_steps", max(int(budget) for budget in case["curve"]["best"]))
-        groups.setdefault((case["family"], case["ic"], case.get("stocks", 10), case["algo"], run_steps),
+        overrides = tuple(sorted((key, json.dumps(value)) for key, value in case.get("config", {}).items()
+                                 if key != "algo"))
+        groups.setdefault((case["family"], case["ic"], case.get("stocks", 10), case["algo"], run_steps, overrides),
                           []).append(case)
-    for (family, ic, stocks, algo, run_steps), group in groups.items():
+    for (family, ic, stocks, algo, run_steps, overrides), group in groups.items():
+        changed = {key: json.loads(value) for key, value in overrides}
         oracle = [c["oracle_excess"] for c in group]
         informed, informed_long = ([c[key]["test_excess"] for c in group] if all(key in c for c in group) else None
                                    for key in ("informed_oracle", "informed_oracle_train_valid"))
@@ -203,9 +207,10 @@ def summarize(cases: list[dict]) -> list[dict]:
                 rows.append(_summary_row(family, ic, stocks, algo, select, int(budget), points, oracle, informed,
                                          informed_long, run_steps=run_steps,
                                          wall=statistics.fmean(c["wall_seconds"] for c in group),
-                                         seconds=statistics.fmean(seconds) if None not in seconds else None))
+                                         seconds=statistics.fmean(seconds) if None not in seconds else None)
+                            | ({"overrides": changed} if changed else {}))
         sb3 = [c["sb3"] for c in group if "sb3" in c and "test_excess" in c["sb3"]]
-        if sb3 and len(sb3) == len(group):
+        if sb3 and len(sb3) == len(group) and not changed:
             seconds = statistics.fmean(s["wall_seconds"] for s in sb3)
             rows.append(_summary_row(family, ic, stocks, "sb3_ppo", "last", sb3[0]["env_steps"], sb3, oracle, informed,
                                      informed_long, run_steps=sb3[0]["env_steps"], wall=seconds, seconds=seconds))
@@ -271,7 +276,7 @@ def smallest_beating_ic(rows: list[dict], select: str = "best", learner: str = "
     last: dict[tuple, dict] = {}
     for row in rows:
         if row["select"] != select or row["learner"] != learner or row["family"] != family \
-                or "beats_buy_and_hold" not in row:
+                or "beats_buy_and_hold" not in row or row.get("overrides"):
             continue
         key = (row["stocks"], row["ic"])
         if key not in last or row["env_steps"] > last[key]["env_steps"]:
@@ -287,6 +292,10 @@ def smallest_beating_ic(rows: list[dict], select: str = "best", learner: str = "
     return out
 
 
+CAPTURE_AXIS_TOP = 3.0
+"""`plot_capture` cuts its y axis here when a band reaches higher, and says so on the panel."""
+
+
 def plot_capture(rows: list[dict], path, select: str = "best"):
     """Capture against the informed oracle (left) and the signal rule (right) vs env steps, one
     line per cell (family, ic, stocks) and learner: the pooled capture, with a band from the
@@ -296,7 +305,8 @@ def plot_capture(rows: list[dict], path, select: str = "best"):
     axes = fig.subplots(1, 2, sharey=False)
 
     def label_of(row: dict) -> str:
-        return (f"{row['learner']} {row['family']} ic {row['ic']:g}, {row.get('stocks', 10)} stocks "
+        changed = "".join(f" {key}={value}" for key, value in row.get("overrides", {}).items())
+        return (f"{row['learner']}{changed} {row['family']} ic {row['ic']:g}, {row.get('stocks', 10)} stocks "
                 f"({row['seeds']} markets, {row['run_steps']:,} steps)")
 
     # one colour per cell in both panels, even where a panel has no point for it
@@ -324,11 +334,16 @@ def plot_capture(rows: list[dict], path, select: str = "best"):
                     color="dimgrey")
         ax.axhline(1.0, color="black", linewidth=0.8, linestyle=":", label=f"the {title}")
         ax.axhline(0.0, color="grey", linewidth=0.8, label="buy-and-hold")
+        drawn = [value for points in curves.values() for point in points.values() for value in point]
+        cut = ""
+        if drawn and max(drawn) > CAPTURE_AXIS_TOP:  # one wide band would flatten every other curve
+            ax.set_ylim(min(-0.5, min(drawn) - 0.1), CAPTURE_AXIS_TOP)
+            cut = f"\naxis cut at {CAPTURE_AXIS_TOP:g}: the highest market's band reaches {max(drawn):.1f}"
         ax.set_xlabel("env steps")
         ax.set_ylabel(f"{title}'s excess return captured (test)")
-        ax.set_title(f"against the {title} (line: pooled; band: lowest to highest market)", fontsize="small")
+        ax.set_title(f"against the {title} (line: pooled; band: lowest to highest market){cut}", fontsize="small")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize="xx-small", loc="upper left")
+        ax.legend(fontsize="x-small", loc="upper left")
     if path is not None:
         save_figure(fig, path)
     return fig

@@ -67,7 +67,7 @@ from ..errors import InputError
 from ..metrics import daily_returns, selection_overfitting
 from ..provenance import machine
 from ..training import initial_agent
-from .common import check_same_settings, explicit_command, train_and_follow
+from .common import check_same_settings, checked_overrides, explicit_command, train_and_follow
 from .learn import DEFAULT_STRENGTHS, capture
 
 KNOBS = ("batch_size", "horizon_len", "repeat_times")
@@ -430,6 +430,9 @@ def add_arguments(kinds) -> None:
                         help="train nothing: recompute the summary and the overfitting figures (PBO, deflated "
                              "Sharpe) of a sweep record into --out (which may be the same file)")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--set", nargs="+", default=[], metavar="FIELD=VALUE",
+                        help="override PPOConfig fields of every run (the base and each variant), e.g. --set "
+                             "gae_lambda=0.95 market_baseline=false pathwise=false (the plain learner)")
 
 
 def plan(experiment: str = "knobs", markets=MARKETS, variant_names=None, seeds: int = 3,
@@ -511,16 +514,23 @@ def iter_sweep(experiment: str = "knobs", *, markets=MARKETS, variant_names=None
     done: list[dict] = []
     if resume and out is not None and out.exists():
         try:
-            done = json.loads(out.read_text())["runs"]
-        except (OSError, ValueError, KeyError) as error:
+            previous = json.loads(out.read_text())
+            done = previous["runs"]
+        except (OSError, ValueError, KeyError, TypeError) as error:
             raise InputError(f"--resume: {out} is not a sweep record: {error}") from None
+        stored = previous.get("base_config", {})
+        wanted = {k: getattr(PPOConfig(**(base or {})), k) for k in BASE_CONFIG_FIELDS}
+        changed = sorted(k for k in stored if k in wanted and stored[k] != wanted[k])
+        if changed:
+            raise InputError(f"--resume: {out} was made with another base config ({', '.join(changed)}): "
+                             "use the --set it was made with, or another --out")
         # only the runs this sweep would make (a narrower --variants drops the others)
         done = [r for r in done if r["market"] in markets and r["variant"] in variants and r["seed"] < seeds
                 and r["env_steps"] == total and len(r["evaluations"]) == evaluations + 1]
     defaults = PPOConfig(**(base or {}))
     header = {"bench": "sweep", "experiment": experiment, "command": command, "seeds": list(range(seeds)),
               "total_steps": total, "evaluations": evaluations,
-              "base_config": {k: getattr(defaults, k) for k in ("num_envs", *KNOBS, "learning_rate", "gamma")},
+              "base_config": {k: getattr(defaults, k) for k in BASE_CONFIG_FIELDS},
               "variants": variants, "base_variant": base_variant(experiment),
               "markets": {m: build_market(m, 0)[2] for m in markets}}
     have = {(r["market"], r["variant"], r["seed"]) for r in done}
@@ -555,6 +565,10 @@ def run_sweep(experiment: str = "knobs", **options) -> dict:
             return item["record"]
     raise AssertionError("iter_sweep ends with the record")
 
+
+BASE_CONFIG_FIELDS = ("num_envs", *KNOBS, "learning_rate", "gamma", "gae_lambda", "market_baseline", "pathwise")
+"""The config fields a sweep record stores as ``base_config``: the knobs' base values and what says which
+learner ran (chapter 8.1 reads the baselines' settings from here)."""
 
 SAME_SETTINGS = ("experiment", "total_steps", "evaluations", "base_config", "base_variant")
 """Header fields two sweep records must share to be merged (else their runs are not comparable)."""
@@ -616,7 +630,10 @@ def run(args):
     if args.merge:
         yield from merge_records(args.merge, args.out, explicit_command(args, add_arguments))["summary"]
         return
-    options = {"markets": args.markets, "variant_names": args.variants, "seeds": args.seeds,
+    fixed = ("seed", "total_steps", "algo") + (KNOBS if args.experiment == "knobs" else ())
+    overrides, _ = checked_overrides(args.set, ["ppo"], fixed, "the sweep sets these itself (its seeds, budget and "
+                                     "variants)")
+    options = {"base": overrides or None, "markets": args.markets, "variant_names": args.variants, "seeds": args.seeds,
                "total_steps": args.total_steps, "evaluations": args.evaluations, "jobs": args.jobs,
                "threads": args.threads, "out": args.out, "resume": args.resume, "command": explicit_command(args, add_arguments)}
     for item in iter_sweep(args.experiment, **options):

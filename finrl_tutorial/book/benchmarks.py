@@ -22,13 +22,15 @@ from .folded import MethodNote
 from .report import code_spans, peer_summary, provenance, rollout_share_table
 from .scale import (SCALE_RECORD, SPEED_TIE_MARGIN, TrainerModel, clamped_terms, fit_cost_model, holm_speed_tests,
                     measured_points, peer_comparisons, phase_table, plot_projection, project, round_ratios)
+from .demo import MAIN_JOB_RECORD
 from .teaching import listed, ran_plain_learner, reader_command
 
 #: The records chapter 8 reads, with the section that reads each.
 CHAPTER_RECORDS = {"bench_env.jsonl": "8.2 env throughput", "bench_train.jsonl": "8.3 training loop",
                    SCALE_RECORD: "8.3-8.4 loop cost, scale-out", "bench_loop_repeat.jsonl": "8.3 repeat noise",
                    "anchors_elegantrl_h200.jsonl": "8.5 GPU",
-                   "main_job_5seeds_report.json": "8.7 full-size run", "bench_peers.jsonl": "8.8 peers"}
+                   MAIN_JOB_RECORD: "8.7 full-size run", "main_job_5seeds_report.json": "8.7 (the plain learner's)",
+                   "bench_peers.jsonl": "8.8 peers"}
 
 #: How the results tables of 8.6 and 8.7 print their columns.
 RESULT_FORMATS = ({c: "{:.2%}" for c in ("cumulative_return", "annual_return", "annual_volatility", "max_drawdown",
@@ -710,7 +712,10 @@ def full_run_note(name: str, report: dict) -> MethodNote:
         f"`{name}`: written by `run_experiment` (`python -m finrl_tutorial train --seeds K`).",
         f"{report['env_steps']:,} env-steps in {report['wall_seconds']:,.0f} s on {machine['cpu_count']} CPU cores, "
         f"torch {machine['torch']}, {report['config']['num_envs']} envs; finished {machine['date']}.",
-        f"Command: `{report.get('command', 'not recorded')}`.",
+        f"Command: `{report.get('command', 'not recorded')}`"
+        + (f"; it ran the plain learner, so with the package as installed "
+           f"`{reader_command(report['command'], plain=True)}` makes it again." if 'command' in report
+           and ran_plain_learner(report) else "."),
     ])
 
 
@@ -858,7 +863,7 @@ def chapter_box(report: dict, config, seeds: int, records: Mapping[str, list[dic
                 f"{quiet_two_accounts(records['scale']):.1f}×",
             **{f"{label} ÷ fastest in-process trainer, CPU ({SCALE_RECORD})": layout_box_value(scale, records["scale"], label)
                for label in layouts.values()},
-            "the full-size run, 5 seeds (main_job_5seeds_report.json)":
+            f"the full-size run, {len(full_run['seeds'])} seeds ({MAIN_JOB_RECORD})":
                 f"Sharpe {full_run['agent']['sharpe_ratio']:.2f} ± {full_run['agent_std']['sharpe_ratio']:.2f} vs "
                 f"buy-and-hold {full_run['baselines']['equal_weight_buy_and_hold']['sharpe_ratio']:.2f}: "
                 f"{stored_verdict(full, full.get('margin', TIE_MARGIN))}",

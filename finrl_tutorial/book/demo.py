@@ -3,7 +3,7 @@ shows, so that its visible code keeps to the library calls a reader reuses. The 
 sentences as Markdown, each number checked against its record by a hidden cell.
 
 Each function reads what the chapter has in hand (a loaded market, the account's daily rows, a
-training result, a backtest table, the committed records ``main_job_5seeds_report.json``,
+training result, a backtest table, the committed records `MAIN_JOB_RECORD`,
 ``bench_sweep.json`` and ``bench_learn.json``) and returns a DataFrame, a small dict, a one-line printout, the chapter's
 closing box or folded method block, or draws on the matplotlib Axes or Figure passed in. None trains
 or measures anything itself.
@@ -19,10 +19,15 @@ import pandas as pd
 from .folded import MethodNote, how_measured as folded_note
 from .teaching import ran_plain_learner, reader_command
 
-__all__ = ["source_summary", "longest_stretch", "plot_suspensions", "plot_ex_day", "own_moves", "ex_day_sizing",
+__all__ = ["MAIN_JOB_RECORD", "source_summary", "longest_stretch", "plot_suspensions", "plot_ex_day", "own_moves", "ex_day_sizing",
            "cash_label", "cash_labels", "sizing_table", "budget_table", "mark_learning_curve", "with_extra_dividend", "seeds_below_hold",
            "committed_table", "validation_curves", "distance_from_untrained", "planted_learning", "how_measured",
            "chapter_box"]
+
+MAIN_JOB_RECORD = "main_job_pathwise_5seeds_report.json"
+"""The committed five-seed run of ``python -m finrl_tutorial train --seeds 5`` with the package's
+defaults (the default learner) that chapters 1 and 8 read. ``main_job_5seeds_report.json`` is the
+same command with the plain learner (2026-12-04)."""
 
 
 # --------------------------------------------------------------------------- 1.1-1.3: data
@@ -359,9 +364,10 @@ def planted_learning(learn: Mapping, family: str = "factor", learner: str = "ppo
          for r in rows]).set_index("env-steps")
 
 
-def how_measured(report: Mapping, sweep: Mapping, page_hold_valid: float | None = None) -> MethodNote:
+def how_measured(report: Mapping, sweep: Mapping, page_hold_valid: float | None = None,
+                 name: str = MAIN_JOB_RECORD) -> MethodNote:
     """The method behind the chapter's committed numbers, folded (a `folded.MethodNote`): the full-size run's
-    record, command, seeds, budget, machine and note; its interval's bootstrap; and the sweep's
+    record (``name``), command, seeds, budget, machine and note; its interval's bootstrap; and the sweep's
     record, seeds and validations. With ``page_hold_valid`` (buy-and-hold's validation Sharpe on the
     page's data), one sentence says when the sweep's data differ from the page's (its own
     buy-and-hold validation Sharpe, rounded, is another): the package date the sweep ran, and the
@@ -375,7 +381,7 @@ def how_measured(report: Mapping, sweep: Mapping, page_hold_valid: float | None 
     per_seed = report["env_steps"] / len(seeds)
     return folded_note([
         ("The full-size run",
-         f"the record `main_job_5seeds_report.json`, made by `{report['command']}`: seeds "
+         f"the record `{name}`, made by `{report['command']}`: seeds "
          f"{', '.join(map(str, seeds))}, {per_seed:,.0f} env-steps and "
          f"{report['wall_seconds'] / len(seeds):.0f} s a seed on {machine['cpu_count']} CPU cores, "
          f"{machine['date'][:10]}"
@@ -413,12 +419,13 @@ def _sweep_provenance(sweep: Mapping, page_hold_valid: float | None) -> str:
 
 
 def chapter_box(env_steps: int, table: pd.DataFrame, versus: Mapping, missing: pd.Series, moved: pd.DataFrame,
-                report: Mapping, sweep: Mapping, page_hold_valid: float, fast: bool | None = None):
+                report: Mapping, sweep: Mapping, page_hold_valid: float, fast: bool | None = None,
+                name: str = MAIN_JOB_RECORD):
     """The chapter's closing box (`finrl_tutorial.book.measured_box`): this run's test Sharpe
     (``table``, a `BacktestResult.table`, after ``env_steps``) and interval ``versus``, buy-and-hold's
     return, the return the missing dividends would add (``missing``: 2 % and 3 % yield), how far the
     chosen checkpoint's portfolio is from the untrained one (``moved``); and the committed five-seed
-    ``report`` and the sweep's validation curves, each naming its record (where the sweep's buy-and-hold
+    ``report`` (the record ``name``) and the sweep's validation curves, each naming its record (where the sweep's buy-and-hold
     validation Sharpe differs from ``page_hold_valid``, its row points to the folded block). ``fast`` (default: `FAST`)
     labels this run's rows as a small-budget run's, once, in the box."""
     from ..metrics import stored_verdict
@@ -446,7 +453,7 @@ def chapter_box(env_steps: int, table: pd.DataFrame, versus: Mapping, missing: p
     report_untrained = report["baselines"]["untrained_agent"]["sharpe_ratio"]
     not_above = sum(row["sharpe_ratio"] <= report_untrained for row in report["agent_per_seed"].values())
     committed = {
-        f"full-size run, {len(report['seeds'])} seeds (main_job_5seeds_report.json)":
+        f"full-size run, {len(report['seeds'])} seeds ({name})":
             f"Sharpe {report['agent']['sharpe_ratio']:.2f} ± {report['agent_std']['sharpe_ratio']:.2f} (mean ± std "
             f"over the {seeds} seeds, not an interval) vs {report_hold['sharpe_ratio']:.2f}: {verdict}; {below} of "
             f"{seeds} seeds below buy-and-hold",

@@ -30,7 +30,7 @@ __all__ = [
     "realistic_method", "style_realistic", "style_oracles", "budget_table", "budget_reading", "style_budgets",
     "edge_box", "walkforward_seed_differences", "with_seed_spread", "ic_scale", "walkforward_pooled_hold",
     "near_margin", "margin_details", "walkforward_two_level", "with_two_level", "learner_comparison",
-    "style_comparison", "learner_differences",
+    "style_comparison", "learner_differences", "ABLATION_LABELS", "ablation_table", "style_ablation",
     # chapter 2
     "live_runs_table", "style_live_runs", "deflation_against_hold", "TRAINER_LABEL", "trainer_base_cost", "plot_cost", "cost_reading",
     "update_cost_table", "timing_table", "cost_method", "kl_tables", "plot_kl", "kl_ratio_table",
@@ -468,6 +468,61 @@ def learner_differences(before: Mapping, today: Mapping, budget: int = 300_000) 
     rows = [{"ic": key[0], "stocks": key[1], "market": key[2], "plain": old[key], "default": new[key],
              "difference": new[key] - old[key]} for key in sorted(new) if key in old]
     return pd.DataFrame(rows, columns=["ic", "stocks", "market", "plain", "default", "difference"])
+
+
+ABLATION_LABELS = {"market_baseline": "without the market baseline", "pathwise": "without the pathwise part",
+                   "gae_lambda": "GAE λ 0.95 instead of 0.2"}
+"""What each ``--set`` override of an ablation run takes away from the default learner, by config field."""
+
+
+def ablation_table(default: Mapping, ablation: Mapping, budget: int = 300_000) -> pd.DataFrame:
+    """The default learner beside runs that each take one of its changes away (``ablation``: a
+    ``bench learn`` record of runs with ``--set`` overrides), on the markets the ablation ran (same
+    ic, stocks and seed: the same market) at the end of runs of ``budget`` env-steps, checkpoint
+    chosen on validation. One row per learner: the markets, the mean test excess over buy-and-hold,
+    the informed oracle's pooled capture (chosen on validation, and on four years), the markets
+    beaten by the interval; and, for each ablated learner, the default's test excess minus its own,
+    market by market: the mean with its t-interval (`paired_test`) and how many markets the
+    default was ahead on."""
+    from ..bench.learn import summarize
+
+    def excess(case):
+        return case["curve"]["best"][str(budget)]["test_excess"]
+
+    runs = [c for c in ablation["cases"] if c.get("total_steps") == budget and c["algo"] == "ppo"]
+    markets = {(c["ic"], c.get("stocks", 10), c["seed"]) for c in runs}
+    baseline = {(c["ic"], c.get("stocks", 10), c["seed"]): c for c in default["cases"]
+                if c.get("total_steps") == budget and c["algo"] == "ppo" and c.get("config", {}) == {"algo": "ppo"}
+                and (c["ic"], c.get("stocks", 10), c["seed"]) in markets}
+    groups = {"default learner": list(baseline.values())}
+    for case in runs:
+        changed = {key: value for key, value in case.get("config", {}).items() if key != "algo"}
+        label = "; ".join(ABLATION_LABELS.get(key, f"{key}={value}") for key, value in changed.items())
+        groups.setdefault(label, []).append(case)
+    rows = []
+    for label, group in groups.items():
+        row = next(r for r in summarize(group) if r["select"] == "best" and r["env_steps"] == budget)
+        seeds = sorted(c["seed"] for c in group)
+        entry = {"learner": label, "markets": ", ".join(map(str, seeds)),
+                 "agent excess (mean)": row["test_excess_mean"],
+                 "informed oracle captured (pooled)": row.get("informed_capture_pooled"),
+                 "chosen on 4 years: captured (pooled)": row.get("informed_train_valid_capture_pooled"),
+                 "beats buy-and-hold": f"{row['beats_buy_and_hold']} of {row['seeds']}"}
+        if label != "default learner":
+            differences = [excess(baseline[c["ic"], c.get("stocks", 10), c["seed"]]) - excess(c) for c in group
+                           if (c["ic"], c.get("stocks", 10), c["seed"]) in baseline]
+            test = teaching.t_interval(differences)
+            entry |= {"default − this (mean)": test["mean"], "low": test["low"], "high": test["high"],
+                      "default ahead on": f"{sum(d > 0 for d in differences)} of {len(differences)}"}
+        rows.append(entry)
+    return pd.DataFrame(rows).set_index("learner")
+
+
+def style_ablation(table: pd.DataFrame):
+    """`ablation_table` for the page: excess and differences in percent, captures to two decimals."""
+    percent = {c: "{:+.1%}" for c in ("agent excess (mean)", "default − this (mean)", "low", "high")}
+    return table.style.format(percent | {"informed oracle captured (pooled)": "{:.2f}",
+                                         "chosen on 4 years: captured (pooled)": "{:.2f}"}, na_rep="")
 
 
 def style_comparison(table: pd.DataFrame):

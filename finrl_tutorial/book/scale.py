@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
+import textwrap
 from typing import Iterable
 
 import pandas as pd
@@ -483,6 +484,7 @@ def plot_projection(models: dict[str, CostModel], baseline: "float | TrainerMode
             va="top", fontsize="small", color="tab:orange")
     ax.plot(counts, counts, color="grey", linestyle=":", linewidth=1, label="perfect: P × the baseline")
     heights = [1.0]  # every value drawn, for the axis's top
+    annotated = set()  # (processes, median) of the measured points already labelled
     for k, (label, model) in enumerate(models.items()):
         color = f"C{k}"
         if label in hypothetical:  # its own single process is its baseline: it runs on other hardware
@@ -499,15 +501,22 @@ def plot_projection(models: dict[str, CostModel], baseline: "float | TrainerMode
             for p, (median, low, high) in measured.get(label, {}).items():
                 ax.errorbar([p], [median], yerr=[[median - low], [high - median]], fmt="o", color=color, capsize=4,
                             label=f"{label}: measured" if p == min(measured[label]) else None)
-                above = k % 2 == 0  # two curves' labels at one point: one above its whisker, one below
-                ax.annotate(f"{median:.2f}×", (p, high if above else low), xytext=(0, 3 if above else -3),
-                            textcoords="offset points", ha="center", va="bottom" if above else "top",
+                if (p, median) in annotated:  # one measurement shared by two layouts (one process): one label
+                    continue
+                annotated.add((p, median))
+                # two curves' labels at one count: right of the points, the higher point's raised, the lower's lowered
+                above = median >= max(values[p][0] for values in measured.values() if p in values)
+                ax.annotate(f"{median:.2f}×", (p, median), xytext=(6, 7 if above else -7),
+                            textcoords="offset points", ha="left", va="bottom" if above else "top",
                             fontsize="small", color=color)
                 heights.append(high)
         heights += speed
         ax.annotate(f"{speed[-1]:.2f}×", (counts[-1], speed[-1]), xytext=(4, 0), textcoords="offset points",
                     va="center", fontsize="small", color=color)
-    ax.axhline(1.0, color="black", linewidth=0.8)
+    # what 1.0 is: a measured rate, or a model of the trainer read at each point's envs (not a measured point)
+    ax.axhline(1.0, color="black", linewidth=0.8, label=(
+        "1.0: the trainer model at as many envs (fitted to measured sizes)" if isinstance(baseline, TrainerModel)
+        else "1.0: the fastest single process, measured"))
     ax.set_xscale("log", base=2)
     ax.set_xlim(0.85, max_processes * 1.35)  # room for the last values' labels
     ax.set_ylim(0, max(2.0, 1.15 * max(heights)))  # linear, from 0: a ratio's size reads as its height
@@ -516,7 +525,7 @@ def plot_projection(models: dict[str, CostModel], baseline: "float | TrainerMode
     ax.set_xlabel(f"{unit} (each with its own core or device, as the model assumes)")
     ax.set_ylabel("speed-up over the fastest\nsingle process" + (" with as many envs" if isinstance(
         baseline, TrainerModel) else "") + ("\n(a what-if: over its own 1 " + unit[:-1] + ")" if hypothetical else ""))
-    ax.set_title(title, fontsize="medium")
+    ax.set_title("\n".join(textwrap.wrap(title, 75, break_on_hyphens=False)), fontsize="medium")  # a long title on two lines, not cut
     ax.grid(alpha=0.3, which="both")
     # below the axes, so that it hides neither the curves nor the band's label
     ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)

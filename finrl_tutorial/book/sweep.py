@@ -70,8 +70,9 @@ def sweep_caption(record: dict, name: str, reader_out: str | None = None) -> str
     command(s) that made it (a merged record lists the commands of its parts). With
     ``reader_out``, the commands are replaced by the one a reader runs to make the whole record
     again: the first part's options, every variant (no ``--variants``), no ``--resume`` or
-    ``--merge``, and ``--out reader_out`` (no temporary folder of the machine that made it)."""
-    from .teaching import reader_command  # the same rule for every record's command
+    ``--merge``, ``--out reader_out`` (no temporary folder of the machine that made it), and the
+    plain learner's ``--set`` where the record ran it (`teaching.ran_plain_learner`)."""
+    from .teaching import ran_plain_learner, reader_command  # the same rule for every record's command
 
     machine_info = record["machine"]
     parts = record.get("merged_from", [])
@@ -85,8 +86,10 @@ def sweep_caption(record: dict, name: str, reader_out: str | None = None) -> str
              f"the end of each of the {record['evaluations']} parts)."]
     if reader_out is not None:
         source = parts[0]["command"] if parts else record["command"]
-        lines.append(f"To make it again ({len(record['runs'])} runs): "
-                     f"{reader_command(source, reader_out)}")
+        plain = ran_plain_learner(record)  # then the command gets the plain learner's --set
+        lines.append(f"To make it again ({len(record['runs'])} runs"
+                     + (", with the plain learner it ran" if plain else "") + "): "
+                     f"{reader_command(source, reader_out, plain=plain)}")
         return "\n".join(lines)
     lines.append(f"Command: {record['command']}")
     for part in parts:

@@ -370,7 +370,7 @@ PLAIN_LEARNER_SET = ("--set", "gae_lambda=0.95", "market_baseline=false", "pathw
 def ran_plain_learner(record: Mapping) -> bool:
     """Whether the committed ``record`` ran the plain learner: from the PPO config it stores where that
     names the baselines (both off), else from its date (before `DEFAULT_LEARNER_FROM`)."""
-    config = record.get("config") or {}
+    config = record.get("config") or record.get("base_config") or {}  # base_config: a sweep record's
     if "pathwise" in config or "market_baseline" in config:
         return not config.get("pathwise") and not config.get("market_baseline")
     date = str(record.get("date") or (record.get("machine") or {}).get("date", ""))[:10]
@@ -384,9 +384,9 @@ def reader_command(command: str, out: str | None = None,
     ``out`` — or, without ``out``, the recorded ``--out`` kept unless it was a temporary,
     machine-specific path (absolute, e.g. under ``/tmp``), which becomes ``runs/<its name>``. So no
     temporary folder appears on the page; the options that decide what is measured stay as recorded.
-    With ``plain`` (a record of the plain learner, `ran_plain_learner`), a `train`, `bench learn` or
-    `bench walkforward` command also gets the plain learner's settings, so that it makes that record
-    again with the package as installed."""
+    With ``plain`` (a record of the plain learner, `ran_plain_learner`), a `train`, `bench learn`,
+    `bench walkforward` or `bench sweep` command also gets the plain learner's settings, so that it
+    makes that record again with the package as installed."""
     words = shlex.split(command.split("&&")[0])
     drop = tuple(drop) + (("--out",) if out is not None else ())  # then one --out, at the end
     kept, skipping = [], False
@@ -402,7 +402,8 @@ def reader_command(command: str, out: str | None = None,
             kept.append(word)
     if plain and "train" in kept[:4]:
         kept += PLAIN_LEARNER_FLAGS
-    elif plain and "bench" in kept[:4] and ("learn" in kept[:5] or "walkforward" in kept[:5]) and "--set" not in kept:
+    elif plain and "bench" in kept[:4] and any(kind in kept[:5] for kind in ("learn", "walkforward", "sweep")) \
+            and "--set" not in kept:
         algos = kept[kept.index("--algos") + 1:] if "--algos" in kept else ["ppo"]
         algos = algos[:next((i for i, word in enumerate(algos) if word.startswith("--")), len(algos))]
         # A2C keeps its own λ (1) in both learners: only the baselines differ

@@ -151,13 +151,29 @@ def fastest_trainer(live: pd.DataFrame) -> str:
     return str(trainers.idxmax())
 
 
-def live_view(live: pd.DataFrame):
+def oversubscribed_note(load: float, cores: int) -> str:
+    """One sentence to print under a live speed table when the machine was oversubscribed (a load
+    average above its ``cores``: more processes wanted a core than there were), else ``""``. Then
+    a layout on two threads waits for the scheduler at every operation (4.5), so its ratio says
+    more about the machine's other work than about the layout."""
+    if not math.isfinite(load) or load <= cores:
+        return ""
+    return (f"Oversubscribed: the load average reached {load:.1f} on {cores} cores during these runs, so the "
+            "layouts on two threads shared their cores with other work; their ratios are not meaningful here "
+            "(the committed record below was measured on a quiet machine).")
+
+
+def live_view(live: pd.DataFrame, cores: int | None = None):
     """`live_table` as the chapter shows it (a pandas Styler): the load averages left out (they go
-    into `live_method`), the ratio to the fastest in-process trainer as ``1.05×``."""
+    into `live_method`), the ratio to the fastest in-process trainer as ``1.05×``. With ``cores``,
+    the caption carries `oversubscribed_note` when a run ended above them."""
     shown = live.drop(columns=["load average"])
-    return shown.style.format({"env-steps": "{:,.0f}", "samples / s": "{:,.0f}", "episodes finished": "{:.0f}",
-                               "workers": "{:.0f}", "update threads": "{:.0f}",
-                               "÷ fastest in-process trainer": "{:.2f}×"})
+    styler = shown.style.format({"env-steps": "{:,.0f}", "samples / s": "{:,.0f}", "episodes finished": "{:.0f}",
+                                 "workers": "{:.0f}", "update threads": "{:.0f}",
+                                 "÷ fastest in-process trainer": "{:.2f}×"})
+    loads = live["load average"].astype(float).dropna()
+    note = oversubscribed_note(float(loads.max()), cores) if cores is not None and len(loads) else ""
+    return styler.set_caption(note) if note else styler
 
 
 def live_method(live: pd.DataFrame, cores: int, total_steps: int) -> MethodNote:
