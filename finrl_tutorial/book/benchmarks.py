@@ -104,14 +104,19 @@ NO_LEARNER = {"bench_env.jsonl": "none (the env alone)", "anchors_elegantrl_h200
 def record_learner(name: str) -> str:
     """Which learner the committed record ``name`` ran: ``plain`` or ``default`` (glossary: plain and
     default learner), from the PPO config it stores where it stores one (both baselines off: plain; on:
-    default), else from its last date (`teaching.ran_plain_learner`); `NO_LEARNER`'s records run none."""
+    default), else from its last date (`teaching.ran_plain_learner`); `NO_LEARNER`'s records run none. A
+    ``bench learn`` record whose cases ran with ``--set`` overrides says which fields they changed."""
     if name in NO_LEARNER:
         return NO_LEARNER[name]
     records = read_records(name)
+    changed = sorted({key for record in records for case in record.get("cases", [])
+                      for key in case.get("config", {}) if key != "algo"})
     if not any({"pathwise", "market_baseline"} & set(record.get("config") or {}) for record in records):
         records = [{"date": _date(records).split(" .. ")[-1]}]  # by its last date (rows may carry none)
     plain = [ran_plain_learner(record) for record in records]
-    return "plain" if all(plain) else "default" if not any(plain) else "plain and default"
+    learner = "plain" if all(plain) else "default" if not any(plain) else "plain and default"
+    # bench learn --set: that learner with these fields changed in its cases
+    return learner + (", with " + ", ".join(changed) + " changed (--set)" if changed else "")
 
 
 def learners_table(pattern: str = "*.json*") -> pd.DataFrame:
