@@ -397,7 +397,8 @@ def how_measured(report: Mapping, sweep: Mapping, page_hold_valid: float | None 
          f"a paired block bootstrap of the {versus['curves']} seeds' test-year curves ({versus['days']} days) "
          f"against buy-and-hold, in blocks of {versus['block_days']} days, {versus['resamples']:,} resamples."),
         ("The validation curves",
-         f"the record `bench_sweep.json` (chapter 2): the default configuration on the sample, seeds "
+         f"the record `bench_sweep.json` (chapter 2): the default configuration of its day on the sample"
+         + (" (the plain learner)" if ran_plain_learner(sweep) else "") + ", seeds "
          f"{', '.join(str(run['seed']) for run in runs)}, each validated {len(runs[0]['evaluations'])} times over "
          f"{sweep['total_steps']:,} env-steps; {sweep['machine']['date'][:10]}, {sweep['machine']['cpu_count']} "
          "CPU cores." + _sweep_provenance(sweep, page_hold_valid)),

@@ -711,23 +711,23 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
             "equal-weight buy-and-hold, 1.8's test split, full costs, detected dividends only": f"{split_hold:+.1%}",
         },
         committed={
-            "planted edges, PPO and A2C (bench_learn.json)":
+            "planted edges, PPO and A2C, plain learner (bench_learn.json)":
                 f"signal-rule capture (pooled) {planted['signal-rule capture (pooled)'].min():.2f} .. {planted['signal-rule capture (pooled)'].max():.2f}; "
                 f"PPO minus A2C in test excess on common markets {ppo_vs_a2c['mean']:+.1%} [{ppo_vs_a2c['low']:+.1%}, "
                 f"{ppo_vs_a2c['high']:+.1%}] ({ppo_vs_a2c['n']} markets"
                 + (f", Wilcoxon p = {ppo_vs_a2c['p (Wilcoxon)']:.2f}" if "p (Wilcoxon)" in ppo_vs_a2c else "") + ")",
-            "agent excess minus the signal rule's, per market, all signal families (bench_learn.json)": "; ".join(
+            "agent excess minus the signal rule's, per market, all signal families, plain learner (bench_learn.json)": "; ".join(
                 f"{learner.upper()} {row['mean difference']:+.1%} [{row['low']:+.1%}, {row['high']:+.1%}] over "
                 f"{row['markets']} markets: {row['verdict']}" for learner, row in pooled_rule.iterrows())
                 + f"; per family: {', '.join(per_family)}",
-            "walk-forward, agent vs buy-and-hold (bench_walkforward.json)": ", ".join(
+            "walk-forward, agent vs buy-and-hold, plain learner (bench_walkforward.json)": ", ".join(
                 f"{year} {teaching._interval_text(wf_intervals[year])} {verdict}"
                 + (f" (fragile: it turns on an end within 0.01 of the ±{margin} margin)" if year in fragile else "")
                 for year, verdict in wf_verdicts.items())
                 + (f"; pooled, {seeds_below[0]} of {seeds_below[1]} seeds below buy-and-hold" if seeds_below else ""),
             **({"walk-forward, seeds and days resampled (from the record's daily curves)": ", ".join(
                 f"{year} {_interval_verdict(ci, margin)}" for year, ci in two_level.items())} if two_level else {}),
-            "realistic strength, informed-oracle capture, pooled, no interval (bench_learn_realistic.json)": "; ".join(
+            "realistic strength, informed-oracle capture, pooled, no interval, plain learner (bench_learn_realistic.json)": "; ".join(
                 f"IC {ic:g} × {stocks}: {row['informed oracle captured (pooled)']:.2f}, the agent ahead of the oracle "
                 f"on {ahead(ic, stocks)} of {row['markets']} markets" for (ic, stocks, _), row in cells.iterrows()),
             **(default_learner or {}),
