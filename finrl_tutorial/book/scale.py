@@ -506,7 +506,7 @@ def plot_projection(models: dict[str, CostModel], baseline: "float | TrainerMode
                 annotated.add((p, median))
                 # two curves' labels at one count: right of the points, the higher point's raised, the lower's lowered
                 above = median >= max(values[p][0] for values in measured.values() if p in values)
-                ax.annotate(f"{median:.2f}×", (p, median), xytext=(6, 7 if above else -7),
+                ax.annotate(f"{median:.2f}×", (p, median), xytext=(9, 10 if above else -10),
                             textcoords="offset points", ha="left", va="bottom" if above else "top",
                             fontsize="small", color=color)
                 heights.append(high)
