@@ -60,18 +60,13 @@ def plot_equity(
         raise ValueError("plot_equity needs at least one curve")
     if relative_to is not None and relative_to not in curves:
         raise ValueError(f"plot_equity: relative_to={relative_to!r} is not one of the curves {list(curves)}")
-    if relative_to is None:
-        fig = Figure(figsize=(10, 6), layout="constrained")
-        ax_w, ax_dd = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
-        ax_rel = None
-    else:
-        fig = Figure(figsize=(10, 8), layout="constrained")
-        ax_w, ax_rel, ax_dd = fig.subplots(3, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1.6, 1]})
-        reference = _validate_wealth(curves[relative_to], name=f"curve {relative_to!r}")
-        reference = reference / reference.iloc[0]
+    heights = [3, 1] if relative_to is None else [3, 1.6, 1]
+    fig = Figure(figsize=(10, 6 if relative_to is None else 8), layout="constrained")
+    axes = fig.subplots(len(heights), 1, sharex=True, gridspec_kw={"height_ratios": heights})
+    ax_w, ax_dd = axes[0], axes[-1]
     hero = highlight if highlight in curves else None
     order = [label for label in curves if label != hero] + ([hero] if hero is not None else [])
-    handles, ratios = {}, {}
+    handles, norms, styles = {}, {}, {}
     for rank, label in enumerate(order):
         w = _validate_wealth(curves[label], name=f"curve {label!r}")
         norm = w / w.iloc[0]
@@ -79,12 +74,7 @@ def plot_equity(
         style = (dict(color="black", linewidth=2.4, zorder=10) if label == hero
                  else dict(linewidth=1.1, alpha=0.85, zorder=2 + rank))
         (line,) = ax_w.plot(norm.index, norm.to_numpy(), label=str(label), **style)
-        handles[label] = line
-        if ax_rel is not None and label != relative_to:
-            ratio = 100.0 * (norm / reference.reindex(norm.index) - 1.0)
-            ratios[label] = ratio
-            ax_rel.plot(ratio.index, ratio.to_numpy(), color=line.get_color(), linewidth=style["linewidth"],
-                        zorder=style["zorder"], alpha=style.get("alpha", 1.0))
+        handles[label], norms[label], styles[label] = line, norm, style
         ax_dd.fill_between(
             dd.index, 100.0 * dd.to_numpy(), 0.0, color=line.get_color(),
             alpha=0.12 if label == hero else 0.2, linewidth=0, zorder=style["zorder"]
@@ -97,7 +87,14 @@ def plot_equity(
     legend_order = ([hero] if hero is not None else []) + [label for label in curves if label != hero]
     ax_w.legend([handles[label] for label in legend_order], [str(label) for label in legend_order], loc="best")
     ax_w.grid(alpha=0.3)
-    if ax_rel is not None:
+    if relative_to is not None:
+        ax_rel, ratios = axes[1], {}
+        for label in order:  # the same order, colours and widths as the top axis
+            if label != relative_to:
+                ratios[label] = 100.0 * (norms[label] / norms[relative_to].reindex(norms[label].index) - 1.0)
+                ax_rel.plot(ratios[label].index, ratios[label].to_numpy(), color=handles[label].get_color(),
+                            linewidth=styles[label]["linewidth"], zorder=styles[label]["zorder"],
+                            alpha=styles[label].get("alpha", 1.0))
         ax_rel.axhline(0.0, color=handles[relative_to].get_color(), linewidth=1.2, linestyle="--")
         ax_rel.set_ylabel(f"above {relative_to} (%)", fontsize="small")
         ax_rel.grid(alpha=0.3)

@@ -155,6 +155,23 @@ def train_and_follow(market: PreparedMarket, config, env_config, *, eval_every: 
     return FollowedRun(result, evaluations, wall, wall - followers)
 
 
+RECORDED_CONFIG_FIELDS = ("num_envs", "horizon_len", "batch_size", "repeat_times", "learning_rate", "gamma",
+                          "gae_lambda", "market_baseline", "pathwise")
+"""The `PPOConfig` fields a sweep or walk-forward record stores: the rollout and update sizes, the step
+size, γ, and what says which learner ran (λ and the two baselines of chapter 3.0)."""
+
+
+def recorded_config(config) -> dict:
+    """``config``'s `RECORDED_CONFIG_FIELDS`, as a record stores them."""
+    return {field: getattr(config, field) for field in RECORDED_CONFIG_FIELDS}
+
+
+def config_changes(stored: dict, wanted: dict) -> dict:
+    """The entries of a record's ``stored`` config that ``wanted`` (`recorded_config` of the run about
+    to resume it) sets otherwise: ``{}`` where the runs may be mixed. Fields only one side has do not count."""
+    return {field: value for field, value in stored.items() if field in wanted and wanted[field] != value}
+
+
 def checked_overrides(pairs: list[str], algos, set_by_bench, refusal: str) -> tuple[dict, dict]:
     """``--set`` as a benchmark takes it: `parse_overrides` of ``pairs``, then one line (exit 2) for a
     field in ``set_by_bench`` (``"--set <fields>: " + refusal``) or for an unknown field or bad value,

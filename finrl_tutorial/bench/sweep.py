@@ -67,7 +67,8 @@ from ..errors import InputError
 from ..metrics import daily_returns, selection_overfitting
 from ..provenance import machine
 from ..training import initial_agent
-from .common import check_same_settings, checked_overrides, explicit_command, train_and_follow
+from .common import (check_same_settings, checked_overrides, config_changes, explicit_command, recorded_config,
+                     train_and_follow)
 from .learn import DEFAULT_STRENGTHS, capture
 
 KNOBS = ("batch_size", "horizon_len", "repeat_times")
@@ -512,25 +513,22 @@ def iter_sweep(experiment: str = "knobs", *, markets=MARKETS, variant_names=None
                                     jobs, threads)
     out = Path(out) if out is not None else None
     done: list[dict] = []
+    base_config = recorded_config(PPOConfig(**(base or {})))
     if resume and out is not None and out.exists():
         try:
             previous = json.loads(out.read_text())
             done = previous["runs"]
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise InputError(f"--resume: {out} is not a sweep record: {error}") from None
-        stored = previous.get("base_config", {})
-        wanted = {k: getattr(PPOConfig(**(base or {})), k) for k in BASE_CONFIG_FIELDS}
-        changed = sorted(k for k in stored if k in wanted and stored[k] != wanted[k])
+        changed = sorted(config_changes(previous.get("base_config", {}), base_config))
         if changed:
             raise InputError(f"--resume: {out} was made with another base config ({', '.join(changed)}): "
                              "use the --set it was made with, or another --out")
         # only the runs this sweep would make (a narrower --variants drops the others)
         done = [r for r in done if r["market"] in markets and r["variant"] in variants and r["seed"] < seeds
                 and r["env_steps"] == total and len(r["evaluations"]) == evaluations + 1]
-    defaults = PPOConfig(**(base or {}))
     header = {"bench": "sweep", "experiment": experiment, "command": command, "seeds": list(range(seeds)),
-              "total_steps": total, "evaluations": evaluations,
-              "base_config": {k: getattr(defaults, k) for k in BASE_CONFIG_FIELDS},
+              "total_steps": total, "evaluations": evaluations, "base_config": base_config,
               "variants": variants, "base_variant": base_variant(experiment),
               "markets": {m: build_market(m, 0)[2] for m in markets}}
     have = {(r["market"], r["variant"], r["seed"]) for r in done}
@@ -565,10 +563,6 @@ def run_sweep(experiment: str = "knobs", **options) -> dict:
             return item["record"]
     raise AssertionError("iter_sweep ends with the record")
 
-
-BASE_CONFIG_FIELDS = ("num_envs", *KNOBS, "learning_rate", "gamma", "gae_lambda", "market_baseline", "pathwise")
-"""The config fields a sweep record stores as ``base_config``: the knobs' base values and what says which
-learner ran (chapter 8.1 reads the baselines' settings from here)."""
 
 SAME_SETTINGS = ("experiment", "total_steps", "evaluations", "base_config", "base_variant")
 """Header fields two sweep records must share to be merged (else their runs are not comparable)."""

@@ -56,7 +56,7 @@ from ..errors import InputError, check_int
 from ..metrics import sharpe_difference_ci
 from ..provenance import machine
 from ..training import initial_agent, train
-from .common import check_same_settings, checked_overrides, explicit_command
+from .common import check_same_settings, checked_overrides, config_changes, explicit_command, recorded_config
 
 POLICIES = ("agent", "untrained_agent", "constant_action", "equal_weight_buy_and_hold",
             "equal_shares_buy_and_hold", "random")
@@ -375,11 +375,10 @@ def run(args):
     total = make_config("ppo", total_steps=args.total_steps).total_steps
     out = Path(args.out)
     done: list[dict] = []
-    config = {k: getattr(learner, k) for k in ("num_envs", "horizon_len", "batch_size", "repeat_times", "learning_rate",
-                                               "gamma", "gae_lambda", "market_baseline", "pathwise")}
+    config = recorded_config(learner)
     if args.resume and out.exists():
         kept = _read_record(out)
-        other = {k: v for k, v in kept.get("config", {}).items() if k in config and config[k] != v}
+        other = config_changes(kept.get("config", {}), config)
         if other:
             raise InputError(f"--resume: {out} ran another config ({', '.join(f'{k}={v}' for k, v in other.items())}); "
                              "give the same --set or another --out")

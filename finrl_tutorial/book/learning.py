@@ -427,6 +427,19 @@ def margin_details(near: Sequence[Mapping], margin: float) -> list[str]:
 
 # --------------------------------------------------------------------------- chapter 1.11: realistic strength
 
+def _market(case: Mapping) -> tuple:
+    """A ``bench learn`` case's market: (ic, stocks, seed). Two cases with the same key met the same market."""
+    return case["ic"], case.get("stocks", 10), case["seed"]
+
+
+def _cell_columns(row: Mapping) -> dict:
+    """The columns `learner_comparison` and `ablation_table` read from a `bench.learn.summarize` row."""
+    return {"agent excess (mean)": row["test_excess_mean"],
+            "informed oracle captured (pooled)": row.get("informed_capture_pooled"),
+            "chosen on 4 years: captured (pooled)": row.get("informed_train_valid_capture_pooled"),
+            "beats buy-and-hold": f"{row['beats_buy_and_hold']} of {row['seeds']}"}
+
+
 def learner_comparison(before: Mapping, today: Mapping, budget: int = 300_000,
                        cells: Sequence[tuple[float, int]] = ((0.05, 30), (0.03, 30), (0.05, 100))) -> pd.DataFrame:
     """The realistic cells of two ``bench learn`` records at one budget, the plain learner's
@@ -448,11 +461,8 @@ def learner_comparison(before: Mapping, today: Mapping, budget: int = 300_000,
                 row = next(r for r in summarize(group) if r["select"] == "best" and r["env_steps"] == budget
                            and r["learner"] == "ppo")
                 seeds = sorted(c["seed"] for c in group)
-                rows.append({"ic": ic, "stocks": stocks, "markets": f"{seeds[0]}-{seeds[-1]}", "learner": learner,
-                             "agent excess (mean)": row["test_excess_mean"],
-                             "informed oracle captured (pooled)": row.get("informed_capture_pooled"),
-                             "chosen on 4 years: captured (pooled)": row.get("informed_train_valid_capture_pooled"),
-                             "beats buy-and-hold": f"{row['beats_buy_and_hold']} of {row['seeds']}"})
+                rows.append({"ic": ic, "stocks": stocks, "markets": f"{seeds[0]}-{seeds[-1]}", "learner": learner}
+                            | _cell_columns(row))
     return pd.DataFrame(rows).set_index(["ic", "stocks", "markets", "learner"]).sort_index(level=[0, 1, 2], sort_remaining=False, ascending=[False, True, True])
 
 
@@ -461,7 +471,7 @@ def learner_differences(before: Mapping, today: Mapping, budget: int = 300_000) 
     the default learner's test excess over buy-and-hold (``today``'s record) beside the plain
     learner's (``before``'s) and the difference ``default − plain``, at the end of runs of ``budget`` env-steps (chosen on validation)."""
     def excess(record):
-        return {(c["ic"], c.get("stocks", 10), c["seed"]): c["curve"]["best"][str(budget)]["test_excess"]
+        return {_market(c): c["curve"]["best"][str(budget)]["test_excess"]
                 for c in record["cases"] if c.get("total_steps") == budget and c["algo"] == "ppo"}
 
     old, new = excess(before), excess(today)
@@ -482,7 +492,7 @@ def ablation_table(default: Mapping, ablation: Mapping, budget: int = 300_000) -
     chosen on validation. One row per learner: the markets, the mean test excess over buy-and-hold,
     the informed oracle's pooled capture (chosen on validation, and on four years), the markets
     beaten by the interval; and, for each ablated learner, the default's test excess minus its own,
-    market by market: the mean with its t-interval (`paired_test`) and how many markets the
+    market by market: the mean with its t-interval (`teaching.t_interval`) and how many markets the
     default was ahead on."""
     from ..bench.learn import summarize
 
@@ -490,10 +500,10 @@ def ablation_table(default: Mapping, ablation: Mapping, budget: int = 300_000) -
         return case["curve"]["best"][str(budget)]["test_excess"]
 
     runs = [c for c in ablation["cases"] if c.get("total_steps") == budget and c["algo"] == "ppo"]
-    markets = {(c["ic"], c.get("stocks", 10), c["seed"]) for c in runs}
-    baseline = {(c["ic"], c.get("stocks", 10), c["seed"]): c for c in default["cases"]
+    markets = {_market(c) for c in runs}
+    baseline = {_market(c): c for c in default["cases"]
                 if c.get("total_steps") == budget and c["algo"] == "ppo" and c.get("config", {}) == {"algo": "ppo"}
-                and (c["ic"], c.get("stocks", 10), c["seed"]) in markets}
+                and _market(c) in markets}
     groups = {"default learner": list(baseline.values())}
     for case in runs:
         changed = {key: value for key, value in case.get("config", {}).items() if key != "algo"}
@@ -503,14 +513,9 @@ def ablation_table(default: Mapping, ablation: Mapping, budget: int = 300_000) -
     for label, group in groups.items():
         row = next(r for r in summarize(group) if r["select"] == "best" and r["env_steps"] == budget)
         seeds = sorted(c["seed"] for c in group)
-        entry = {"learner": label, "markets": ", ".join(map(str, seeds)),
-                 "agent excess (mean)": row["test_excess_mean"],
-                 "informed oracle captured (pooled)": row.get("informed_capture_pooled"),
-                 "chosen on 4 years: captured (pooled)": row.get("informed_train_valid_capture_pooled"),
-                 "beats buy-and-hold": f"{row['beats_buy_and_hold']} of {row['seeds']}"}
+        entry = {"learner": label, "markets": ", ".join(map(str, seeds))} | _cell_columns(row)
         if label != "default learner":
-            differences = [excess(baseline[c["ic"], c.get("stocks", 10), c["seed"]]) - excess(c) for c in group
-                           if (c["ic"], c.get("stocks", 10), c["seed"]) in baseline]
+            differences = [excess(baseline[_market(c)]) - excess(c) for c in group if _market(c) in baseline]
             test = teaching.t_interval(differences)
             entry |= {"default − this (mean)": test["mean"], "low": test["low"], "high": test["high"],
                       "default ahead on": f"{sum(d > 0 for d in differences)} of {len(differences)}"}
