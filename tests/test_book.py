@@ -7,7 +7,9 @@
     Chapters run as Colab runs them: no ``Path("data/…")``, no ``../tests``, no ``sys.path`` edits;
     every record a chapter cites (``record_path("…")``/``read_records("…")``) exists under
     ``book/data`` and carries its date, machine and command; the glossary is in the table of contents
-    with an anchor for every term the book links to.
+    with an anchor for every term the book links to. The reference pages (``REFERENCE``, notebooks
+    without a chapter number, between the chapters and the glossary) are held to the same rules,
+    goals, summary and exercises included; figure numbering and the closing box are the chapters'.
 (b) The built HTML, when ``_build/html`` exists (CI builds the book before the tests): a page per
     chapter, at least one image on each, a Colab launch link, MathJax served from the book itself,
     no page that loads a script (or a stylesheet) from another host (the book works offline), no
@@ -44,6 +46,11 @@ TOC = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
 
 PAGES = toc_files(TOC)  # without the root page (book/intro)
 CHAPTERS = [entry for entry in PAGES if re.match(r"book/\d\d_", entry)]  # the numbered notebooks
+#: Reference pages: notebooks without a chapter number, after the chapters and before the glossary.
+REFERENCE = ["book/synthetic_markets"]
+#: Every notebook page: each is held to the chapter rules (sources, goals, summary, exercises); the
+#: figure numbering and the closing box stay the numbered chapters'.
+NOTEBOOKS = CHAPTERS + REFERENCE
 GLOSSARY = ROOT / "book" / "glossary.md"
 #: Terms every chapter may link to as ``glossary.md#<anchor>`` (book_common rule 6).
 GLOSSARY_TERMS = ("sharpe", "sortino", "calmar", "daily-turnover", "approximate-kl", "clip-fraction", "rank",
@@ -105,7 +112,9 @@ def test_toc_lists_the_intro_and_the_chapters_in_course_order_then_the_glossary(
             for section in chapter.get("sections", []) or []:
                 assert section["file"][:8] == chapter["file"][:8], f"{section['file']} is a page of {chapter['file']}"
     assert PAGES[-1] == "book/glossary" and GLOSSARY.is_file(), "the glossary is the last page of the book"
-    assert set(PAGES) == set(CHAPTERS) | {"book/glossary"}, f"pages that are neither chapter nor glossary: {PAGES}"
+    assert set(PAGES) == set(CHAPTERS) | set(REFERENCE) | {"book/glossary"}, \
+        f"pages that are neither chapter, reference page nor glossary: {PAGES}"
+    assert PAGES[-1 - len(REFERENCE):-1] == REFERENCE, "the reference pages come after the chapters, before the glossary"
 
 
 def _slug(heading: str) -> str:
@@ -136,12 +145,12 @@ def test_glossary_defines_every_term_the_book_links_to():
     assert not broken, f"links to glossary anchors that do not exist: {broken}"
 
 
-@pytest.mark.parametrize("entry", CHAPTERS)
+@pytest.mark.parametrize("entry", NOTEBOOKS)
 def test_chapter_exists_as_a_notebook(entry):
     assert (ROOT / f"{entry}.ipynb").is_file(), f"{entry}.ipynb is in _toc.yml but not in the repository"
 
 
-@pytest.mark.parametrize("entry", CHAPTERS)
+@pytest.mark.parametrize("entry", NOTEBOOKS)
 def test_chapter_has_no_saved_outputs(entry):
     dirty = [i for i, cell in enumerate(_notebook(entry)["cells"])
              if cell["cell_type"] == "code" and (cell.get("outputs") or cell.get("execution_count") is not None)]
@@ -156,7 +165,7 @@ function in the book room that the chapter calls."""
 HIDDEN_INPUT_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
 
 
-@pytest.mark.parametrize("entry", CHAPTERS)
+@pytest.mark.parametrize("entry", NOTEBOOKS)
 def test_every_visible_code_cell_is_short_enough_to_read(entry):
     long_cells = [(i, lines) for i, cell in enumerate(_notebook(entry)["cells"])
                   if cell["cell_type"] == "code"
@@ -167,7 +176,7 @@ def test_every_visible_code_cell_is_short_enough_to_read(entry):
                             f"(cell index, lines): {long_cells}; move the work into finrl_tutorial/book/")
 
 
-@pytest.mark.parametrize("entry", CHAPTERS)
+@pytest.mark.parametrize("entry", NOTEBOOKS)
 def test_chapter_starts_with_a_hidden_colab_install_of_the_configured_repository(entry):
     first = _code_cells(entry)[0]
     source = _source(first)
@@ -181,7 +190,7 @@ def _tags(cell: dict) -> list[str]:
     return cell.get("metadata", {}).get("tags", [])
 
 
-@pytest.mark.parametrize("entry", CHAPTERS)
+@pytest.mark.parametrize("entry", NOTEBOOKS)
 def test_chapter_imports_the_package_once_and_sets_up_in_fast_mode_with_one_thread(entry):
     """One import, as d2l does: ``import finrl_tutorial as ft`` reaches every room (``ft.book``,
     ``ft.bench``, ``ft.agents``, ...), ``ft.book.setup_chapter()`` pins torch to one thread and
@@ -199,7 +208,7 @@ def test_chapter_imports_the_package_once_and_sets_up_in_fast_mode_with_one_thre
         "cells that are only asserts are the chapter's checks: tag them remove-cell"
 
 
-@pytest.mark.parametrize("entry", CHAPTERS)
+@pytest.mark.parametrize("entry", NOTEBOOKS)
 def test_chapter_runs_alone_as_in_colab(entry):
     """Nothing that needs the repository around the notebook: records through finrl_tutorial.book,
     no test helpers, no sys.path edits, no module inside a room."""
@@ -237,7 +246,7 @@ def _record_problems(record: dict) -> list[str]:
     return problems
 
 
-CITED = sorted({(entry, name) for entry in CHAPTERS for name in _cited_records(entry)})
+CITED = sorted({(entry, name) for entry in NOTEBOOKS for name in _cited_records(entry)})
 
 
 @pytest.mark.parametrize("entry,name", CITED, ids=[f"{Path(e).name}:{n}" for e, n in CITED])
@@ -286,7 +295,7 @@ def test_built_book_has_a_page_with_a_figure_for_every_chapter(entry):
 
 
 @needs_build
-@pytest.mark.parametrize("entry", CHAPTERS)
+@pytest.mark.parametrize("entry", NOTEBOOKS)
 def test_built_chapter_pages_link_to_colab(entry):
     name = Path(entry).name
     links = re.findall(r"href=\"(https://colab\.research\.google\.com/[^\"]+)\"", _page(entry))
@@ -338,7 +347,7 @@ def _asserts(code: str) -> tuple[int, bool]:
 
 
 @needs_build
-@pytest.mark.parametrize("entry", CHAPTERS)
+@pytest.mark.parametrize("entry", NOTEBOOKS)
 def test_no_visible_code_cell_is_a_wall_of_asserts(entry):
     """Check cells are the chapter's tests, tagged remove-cell: a visible cell keeps at most one assert
     line, and never consists of asserts only."""
@@ -472,7 +481,7 @@ def _top_level_items(section) -> list:
 
 
 @needs_build
-@pytest.mark.parametrize("entry", CHAPTERS)
+@pytest.mark.parametrize("entry", NOTEBOOKS)
 def test_built_chapter_has_goals_a_summary_and_three_to_five_exercises(entry):
     """A goals section ("What you will learn", a list of at least two things) before the first
     numbered section; a "Summary" section; an "Exercises" section whose numbered list holds 3-5
@@ -521,7 +530,7 @@ def _page_cells(entry: str) -> list:
 
 
 @needs_build
-@pytest.mark.parametrize("entry", CHAPTERS)
+@pytest.mark.parametrize("entry", NOTEBOOKS)
 def test_every_figure_a_chapter_draws_is_on_its_page(entry):
     """Each code cell the page keeps (every cell not tagged remove-cell, in order) is one ``div.cell``
     of the page; each such cell that makes a figure must show an image in its output (a figure

@@ -113,8 +113,10 @@ def test_the_demo_row_reads_the_default_learners_walk_forward():
     row = _row("01_ashare_demo")
     record = read_records("bench_walkforward_pathwise.json")[0]
     verdicts = teaching.walkforward_verdicts(record)
-    assert verdicts["pooled"] == "inconclusive" and verdicts["2017"] == "loses"
-    assert "with the default learner it is inconclusive pooled, and 2017 a loss by the interval over test days alone" in row
+    assert verdicts == {"2017": "loses", "2018": "inconclusive", "2019": "tie", "pooled": "inconclusive"}
+    assert ("with the default learner 2019 is a tie, the three years pooled are inconclusive, and 2017 is a loss by the "
+            "interval over test days alone") in row
+    assert "{doc}`synthetic_markets`" in INTRO  # the reference page behind the planted edges
     two_level = learning.walkforward_two_level(record)["2017"]  # "(inconclusive with the seeds resampled too)"
     assert two_level["low"] < 0 < two_level["high"] and two_level["high"] - two_level["low"] > 0.5
     plain = teaching.walkforward_verdicts(read_records("bench_walkforward.json")[0])

@@ -266,7 +266,8 @@ def test_ends_near_the_margin_say_whether_the_verdict_turns_on_them():
         {name: dict(ci, difference=0.0) for name, ci in intervals.items()}, verdicts, near, 0.25,
         pd.DataFrame(columns=["informed oracle captured (pooled)", "markets"],
                      index=pd.MultiIndex.from_tuples([], names=["ic", "stocks", "learner"])),
-        pd.DataFrame(), seeds_below=(3, 3)))
+        pd.DataFrame(), seeds_below=(3, 3), walk_learner="default learner (x.json)"))
+    assert "walk-forward, agent vs buy-and-hold, default learner (x.json)" in box and "plain learner (bench_walkforward" not in box
     assert box.count("fragile") == 1 and "A +0.00 [-0.26, +0.20] inconclusive (fragile" in box
     assert "pooled, 3 of 3 seeds below buy-and-hold" in box
     # the seeds-and-days intervals print as the walk-forward table's column does: three decimals at the margin
@@ -575,12 +576,11 @@ def test_the_default_learners_rows_read_its_three_records():
     walk, job = read_records("bench_walkforward_pathwise.json")[0], read_records("main_job_pathwise_5seeds_report.json")[0]
     comparison = learning.learner_comparison(realistic, pathwise, cells=((0.05, 30), (0.05, 100)))
     paired = learning.paired_test(learning.learner_differences(realistic, pathwise)["difference"])
-    rows = learning.default_learner_rows(job, learning.walkforward_reading(walk)["intervals"],
-                                         teaching.walkforward_verdicts(walk), comparison, paired)
-    assert len(rows) == 4 and all("default" in name for name in rows)
+    rows = learning.default_learner_rows(job, comparison, paired)
+    assert len(rows) == 3 and all("default" in name for name in rows)
     assert rows["default learner, the sample's test split, five seeds (main_job_pathwise_5seeds_report.json)"].endswith("tie")
-    walked = rows["default learner, walk-forward (bench_walkforward_pathwise.json)"]
-    assert walked.startswith("2017 -0.54 [-1.11, -0.04] loses") and walked.endswith("inconclusive")
+    walked = learning.walkforward_row("walk", learning.walkforward_reading(walk)["intervals"], teaching.walkforward_verdicts(walk))
+    assert walked["walk"].startswith("2017 -0.54 [-1.11, -0.04] loses") and walked["walk"].endswith("inconclusive")
     captured = rows["default learner, informed-oracle capture, pooled (bench_learn_pathwise.json)"]
     assert "IC 0.05 × 100 (markets 100-104): 0.51, beats buy-and-hold on 5 of 5" in captured
     assert "IC 0.03" not in captured  # only the cells asked for

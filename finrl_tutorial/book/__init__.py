@@ -9,7 +9,8 @@ peers, the committed full-size run), `scale` (chapters 4, 5, 8: speed-ups, the c
 comparisons, a record's command as a reader runs it). On top of these, one module per chapter holds
 what that chapter shows, so its visible cells stay short: `demo` (chapter 1), `learning` (1.9-1.11,
 2 and 7), `teaching_ppo` (3), `workers` (4), `learners` (5), `batched` (6) and `benchmarks` (8);
-`folded` is the closed "How this was measured" block they share. The committed records under the
+`folded` is the closed "How this was measured" block they share; `synthetic` holds the reference page
+"The synthetic markets" (the generator's numbers and what a planted edge is worth). The committed records under the
 repository's ``book/data/`` ship inside the package as ``finrl_tutorial.records``, so a chapter run alone (Colab: the notebook in
 an empty folder, the package installed from the repository) finds them with :func:`record_path`.
 """
@@ -31,6 +32,7 @@ from ..provenance import fast_mode
 from . import report, scale, sweep
 from . import batched, benchmarks, demo, folded, learners, learning, teaching_ppo, workers  # a module per chapter
 from . import teaching  # chapters 1-3: like-with-like comparisons, Holm, distance from the untrained agent
+from . import synthetic  # the reference page "The synthetic markets": the generator's numbers, what an edge is worth
 from .cli import cli_command, run_cli
 from .folded import markdown as _markdown
 # The readings of committed records, one import away for the chapters (``ft.book.describe(record)``).

@@ -28,7 +28,7 @@ __all__ = [
     "MethodNote", "how_measured", "total_return", "records_table", "planted_edge_table", "planted_summary",
     "style_signal_rule", "learn_method", "learn_rebuilt", "walkforward_reading", "walkforward_chosen_table", "walkforward_method", "realistic_provenance",
     "realistic_method", "style_realistic", "style_oracles", "budget_table", "budget_reading", "style_budgets",
-    "edge_box", "walkforward_seed_differences", "with_seed_spread", "ic_scale", "walkforward_pooled_hold",
+    "edge_box", "planted_rows", "walkforward_row", "walkforward_seed_differences", "with_seed_spread", "ic_scale", "walkforward_pooled_hold",
     "near_margin", "margin_details", "walkforward_two_level", "with_two_level", "learner_comparison",
     "style_comparison", "learner_differences", "ABLATION_LABELS", "ablation_table", "style_ablation",
     # chapter 2
@@ -349,15 +349,15 @@ def with_two_level(table: pd.DataFrame, two_level: Mapping[str, Mapping], margin
 
 def walkforward_method(walkforward: Mapping, reading: Mapping, live_hold: Mapping | None = None,
                        split_hold: float | None = None, split_days: tuple | None = None,
-                       fine_print: Sequence[str] = ()) -> MethodNote:
-    """How the walk-forward record was made: its date, seeds, budget, validations, runs and wall
-    time, and the command that makes it again; with ``live_hold`` (year → buy-and-hold's return
+                       fine_print: Sequence[str] = (), name: str = "bench_walkforward.json") -> MethodNote:
+    """How the walk-forward record ``name`` was made: its date, seeds, budget, validations, runs and wall
+    time, its note if it has one, and the command that makes it again; with ``live_hold`` (year → buy-and-hold's return
     computed on this page on that test year's dates), ``split_hold`` and ``split_days``
     (buy-and-hold on chapter 1.8's test split and its first and last day), buy-and-hold beside the
     record's; ``fine_print``: sentences on the verdicts (ends of an interval close to the margin),
     one paragraph after the record's. Returns a :class:`MethodNote`."""
     paragraphs = [
-        f"The record bench_walkforward.json, made on {walkforward['date'][:10]}: seeds {walkforward['seeds']}, "
+        f"The record {name}, made on {walkforward['date'][:10]}: seeds {walkforward['seeds']}, "
         f"{walkforward['total_steps']:,} env-steps asked for per run"
         + ("" if {run["env_steps"] for run in walkforward["runs"]} == {walkforward["total_steps"]} else
            " (" + ", ".join(f"{steps:,}" for steps in sorted({run["env_steps"] for run in walkforward["runs"]}))
@@ -365,8 +365,9 @@ def walkforward_method(walkforward: Mapping, reading: Mapping, live_hold: Mappin
         + f", a validation every {walkforward['eval_every']} "
         f"iterations; {len(walkforward['runs'])} runs, {reading['wall_minutes']:.0f} minutes of wall time one after "
         f"another on {walkforward['machine']['cpu_count']} CPU cores.",
+        *([walkforward["note"]] if walkforward.get("note") else []),
         *([" ".join(fine_print)] if fine_print else []),
-        "To make it again: " + teaching.reader_command(walkforward["command"], "runs/bench_walkforward.json",
+        "To make it again: " + teaching.reader_command(walkforward["command"], f"runs/{name}",
                                                        plain=teaching.ran_plain_learner(walkforward))]
     if live_hold:
         paragraphs.append(
@@ -689,7 +690,8 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
              ppo_vs_a2c: Mapping, versus_rule: pd.DataFrame, wf_intervals: Mapping, wf_verdicts: Mapping,
              near: Sequence[Mapping], margin: float, cells: pd.DataFrame, per_market: pd.DataFrame,
              seeds_below: tuple[int, int] | None = None, two_level: Mapping | None = None,
-             default_learner: Mapping[str, str] | None = None):
+             default_learner: Mapping[str, str] | None = None,
+             walk_learner: str = "plain learner (bench_walkforward.json)"):
     """The box at the end of chapter 1's second page: this run's planted edge and buy-and-hold on
     1.8's test split; the committed planted edges (`planted_summary`), PPO against A2C (`paired_test`
     of `paired_excess`), the agent against the signal rule over all families (the learners that beat
@@ -699,11 +701,10 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
     (`walkforward_two_level`), the same intervals with the seeds resampled too), and the pooled
     capture of the informed oracle at realistic strength with the markets the agent was ahead on; with
     ``default_learner`` (`default_learner_rows`), the default learner's records after them.
-    Returns a `MeasuredBox`."""
+    ``walk_learner`` names the learner and record of the walk-forward rows. Returns a `MeasuredBox`."""
     fragile = {n["name"] for n in near if n["turns"]}
     pooled_rule = versus_rule.xs("all families", level="family")
     beats = [learner.upper() for learner, row in pooled_rule.iterrows() if row["verdict"] == "beats"]
-    per_family = sorted(set(versus_rule.drop(index="all families", level="family")["verdict"]))
 
     def ahead(ic, stocks):
         rows = per_market.loc[(ic, stocks)]
@@ -716,21 +717,13 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
             "equal-weight buy-and-hold, 1.8's test split, full costs, detected dividends only": f"{split_hold:+.1%}",
         },
         committed={
-            "planted edges, PPO and A2C, plain learner (bench_learn.json)":
-                f"signal-rule capture (pooled) {planted['signal-rule capture (pooled)'].min():.2f} .. {planted['signal-rule capture (pooled)'].max():.2f}; "
-                f"PPO minus A2C in test excess on common markets {ppo_vs_a2c['mean']:+.1%} [{ppo_vs_a2c['low']:+.1%}, "
-                f"{ppo_vs_a2c['high']:+.1%}] ({ppo_vs_a2c['n']} markets"
-                + (f", Wilcoxon p = {ppo_vs_a2c['p (Wilcoxon)']:.2f}" if "p (Wilcoxon)" in ppo_vs_a2c else "") + ")",
-            "agent excess minus the signal rule's, per market, all signal families, plain learner (bench_learn.json)": "; ".join(
-                f"{learner.upper()} {row['mean difference']:+.1%} [{row['low']:+.1%}, {row['high']:+.1%}] over "
-                f"{row['markets']} markets: {row['verdict']}" for learner, row in pooled_rule.iterrows())
-                + f"; per family: {', '.join(per_family)}",
-            "walk-forward, agent vs buy-and-hold, plain learner (bench_walkforward.json)": ", ".join(
+            **planted_rows(planted, ppo_vs_a2c, versus_rule),
+            f"walk-forward, agent vs buy-and-hold, {walk_learner}": ", ".join(
                 f"{year} {teaching._interval_text(wf_intervals[year])} {verdict}"
                 + (f" (fragile: it turns on an end within 0.01 of the ±{margin} margin)" if year in fragile else "")
                 for year, verdict in wf_verdicts.items())
                 + (f"; pooled, {seeds_below[0]} of {seeds_below[1]} seeds below buy-and-hold" if seeds_below else ""),
-            **({"walk-forward, seeds and days resampled (from the record's daily curves)": ", ".join(
+            **({f"walk-forward, {walk_learner}, seeds and days resampled (from the record's daily curves)": ", ".join(
                 f"{year} {_interval_verdict(ci, margin)}" for year, ci in two_level.items())} if two_level else {}),
             "realistic strength, informed-oracle capture, pooled, no interval, plain learner (bench_learn_realistic.json)": "; ".join(
                 f"IC {ic:g} × {stocks}: {row['informed oracle captured (pooled)']:.2f}, the agent ahead of the oracle "
@@ -749,21 +742,46 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
     )
 
 
-def default_learner_rows(job: Mapping, walk_intervals: Mapping, walk_verdicts: Mapping, comparison: pd.DataFrame,
-                         paired_all: Mapping) -> dict[str, str]:
+def planted_rows(planted: pd.DataFrame, ppo_vs_a2c: Mapping, versus_rule: pd.DataFrame,
+                 learner: str = "plain learner (bench_learn.json)") -> dict[str, str]:
+    """The planted edges of one ``bench learn`` record as two rows of `edge_box`: the range of the
+    pooled signal-rule captures (``planted``: `planted_summary` without the control) with PPO minus
+    A2C on the markets both ran (``ppo_vs_a2c``: `paired_test`), and each learner's test excess minus
+    the signal rule's over all signal families (``versus_rule``: `teaching.signal_rule_comparison`),
+    with the verdicts of the single families. ``learner`` names the learner and the record."""
+    pooled_rule = versus_rule.xs("all families", level="family")
+    per_family = sorted(set(versus_rule.drop(index="all families", level="family")["verdict"]))
+    return {
+        f"planted edges, PPO and A2C, {learner}":
+            f"signal-rule capture (pooled) {planted['signal-rule capture (pooled)'].min():.2f} .. {planted['signal-rule capture (pooled)'].max():.2f}; "
+            f"PPO minus A2C in test excess on common markets {ppo_vs_a2c['mean']:+.1%} [{ppo_vs_a2c['low']:+.1%}, "
+            f"{ppo_vs_a2c['high']:+.1%}] ({ppo_vs_a2c['n']} markets"
+            + (f", Wilcoxon p = {ppo_vs_a2c['p (Wilcoxon)']:.2f}" if "p (Wilcoxon)" in ppo_vs_a2c else "") + ")",
+        f"agent excess minus the signal rule's, per market, all signal families, {learner}": "; ".join(
+            f"{name.upper()} {row['mean difference']:+.1%} [{row['low']:+.1%}, {row['high']:+.1%}] over "
+            f"{row['markets']} markets: {row['verdict']}" for name, row in pooled_rule.iterrows())
+            + f"; per family: {', '.join(per_family)}",
+    }
+
+
+def walkforward_row(label: str, walk_intervals: Mapping, walk_verdicts: Mapping) -> dict[str, str]:
+    """One walk-forward as a row of `edge_box`: each year's interval and verdict (``walk_intervals``:
+    `walkforward_reading`'s intervals; ``walk_verdicts``: `teaching.walkforward_verdicts`)."""
+    return {label: ", ".join(f"{year} {teaching._interval_text(walk_intervals[year])} {verdict}"
+                             for year, verdict in walk_verdicts.items())}
+
+
+def default_learner_rows(job: Mapping, comparison: pd.DataFrame, paired_all: Mapping) -> dict[str, str]:
     """The default learner's records as rows of `edge_box`: the five-seed run on the sample (``job``,
-    its two intervals), the walk-forward (``walk_intervals``/``walk_verdicts``: `walkforward_reading`'s
-    intervals and `teaching.walkforward_verdicts`), the informed-oracle capture per realistic cell and
-    group of markets (``comparison``: `learner_comparison`), and its test excess minus the plain
-    learner's on the markets both ran (``paired_all``: `paired_test`)."""
+    its two intervals), the informed-oracle capture per realistic cell and group of markets
+    (``comparison``: `learner_comparison`), and its test excess minus the plain learner's on the
+    markets both ran (``paired_all``: `paired_test`). Its walk-forward is `edge_box`'s own rows."""
     days, both = job["sharpe_vs_buy_and_hold"], job["sharpe_vs_buy_and_hold_seeds_and_days"]
     default = comparison.xs("default", level="learner")
     return {
         "default learner, the sample's test split, five seeds (main_job_pathwise_5seeds_report.json)":
             f"{teaching._interval_text(days)} {stored_verdict(days)}; seeds and days resampled "
             f"[{both['low']:+.2f}, {both['high']:+.2f}] {stored_verdict(both)}",
-        "default learner, walk-forward (bench_walkforward_pathwise.json)": ", ".join(
-            f"{year} {teaching._interval_text(walk_intervals[year])} {verdict}" for year, verdict in walk_verdicts.items()),
         "default learner, informed-oracle capture, pooled (bench_learn_pathwise.json)": "; ".join(
             f"IC {ic:g} × {stocks} (markets {markets}): "
             + ("—" if pd.isna(row["informed oracle captured (pooled)"]) else f"{row['informed oracle captured (pooled)']:.2f}")
