@@ -28,7 +28,7 @@ __all__ = [
     "MethodNote", "how_measured", "total_return", "records_table", "planted_edge_table", "planted_summary",
     "style_signal_rule", "learn_method", "learn_rebuilt", "walkforward_reading", "walkforward_chosen_table", "walkforward_method", "realistic_provenance",
     "realistic_method", "style_realistic", "style_oracles", "budget_table", "budget_reading", "style_budgets",
-    "edge_box", "planted_rows", "walkforward_row", "walkforward_seed_differences", "with_seed_spread", "ic_scale", "walkforward_pooled_hold",
+    "edge_box", "walkforward_row", "walkforward_seed_differences", "with_seed_spread", "ic_scale", "walkforward_pooled_hold",
     "near_margin", "margin_details", "walkforward_two_level", "with_two_level", "learner_comparison",
     "style_comparison", "learner_differences", "ABLATION_LABELS", "ablation_table", "style_ablation",
     # chapter 2
@@ -705,6 +705,7 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
     fragile = {n["name"] for n in near if n["turns"]}
     pooled_rule = versus_rule.xs("all families", level="family")
     beats = [learner.upper() for learner, row in pooled_rule.iterrows() if row["verdict"] == "beats"]
+    per_family = sorted(set(versus_rule.drop(index="all families", level="family")["verdict"]))
 
     def ahead(ic, stocks):
         rows = per_market.loc[(ic, stocks)]
@@ -717,7 +718,15 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
             "equal-weight buy-and-hold, 1.8's test split, full costs, detected dividends only": f"{split_hold:+.1%}",
         },
         committed={
-            **planted_rows(planted, ppo_vs_a2c, versus_rule),
+            "planted edges, PPO and A2C, plain learner (bench_learn.json)":
+                f"signal-rule capture (pooled) {planted['signal-rule capture (pooled)'].min():.2f} .. {planted['signal-rule capture (pooled)'].max():.2f}; "
+                f"PPO minus A2C in test excess on common markets {ppo_vs_a2c['mean']:+.1%} [{ppo_vs_a2c['low']:+.1%}, "
+                f"{ppo_vs_a2c['high']:+.1%}] ({ppo_vs_a2c['n']} markets"
+                + (f", Wilcoxon p = {ppo_vs_a2c['p (Wilcoxon)']:.2f}" if "p (Wilcoxon)" in ppo_vs_a2c else "") + ")",
+            "agent excess minus the signal rule's, per market, all signal families, plain learner (bench_learn.json)": "; ".join(
+                f"{learner.upper()} {row['mean difference']:+.1%} [{row['low']:+.1%}, {row['high']:+.1%}] over "
+                f"{row['markets']} markets: {row['verdict']}" for learner, row in pooled_rule.iterrows())
+                + f"; per family: {', '.join(per_family)}",
             f"walk-forward, agent vs buy-and-hold, {walk_learner}": ", ".join(
                 f"{year} {teaching._interval_text(wf_intervals[year])} {verdict}"
                 + (f" (fragile: it turns on an end within 0.01 of the ±{margin} margin)" if year in fragile else "")
@@ -740,28 +749,6 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
                       "year or on four, is no ceiling there",
         title="What this page measured",
     )
-
-
-def planted_rows(planted: pd.DataFrame, ppo_vs_a2c: Mapping, versus_rule: pd.DataFrame,
-                 learner: str = "plain learner (bench_learn.json)") -> dict[str, str]:
-    """The planted edges of one ``bench learn`` record as two rows of `edge_box`: the range of the
-    pooled signal-rule captures (``planted``: `planted_summary` without the control) with PPO minus
-    A2C on the markets both ran (``ppo_vs_a2c``: `paired_test`), and each learner's test excess minus
-    the signal rule's over all signal families (``versus_rule``: `teaching.signal_rule_comparison`),
-    with the verdicts of the single families. ``learner`` names the learner and the record."""
-    pooled_rule = versus_rule.xs("all families", level="family")
-    per_family = sorted(set(versus_rule.drop(index="all families", level="family")["verdict"]))
-    return {
-        f"planted edges, PPO and A2C, {learner}":
-            f"signal-rule capture (pooled) {planted['signal-rule capture (pooled)'].min():.2f} .. {planted['signal-rule capture (pooled)'].max():.2f}; "
-            f"PPO minus A2C in test excess on common markets {ppo_vs_a2c['mean']:+.1%} [{ppo_vs_a2c['low']:+.1%}, "
-            f"{ppo_vs_a2c['high']:+.1%}] ({ppo_vs_a2c['n']} markets"
-            + (f", Wilcoxon p = {ppo_vs_a2c['p (Wilcoxon)']:.2f}" if "p (Wilcoxon)" in ppo_vs_a2c else "") + ")",
-        f"agent excess minus the signal rule's, per market, all signal families, {learner}": "; ".join(
-            f"{name.upper()} {row['mean difference']:+.1%} [{row['low']:+.1%}, {row['high']:+.1%}] over "
-            f"{row['markets']} markets: {row['verdict']}" for name, row in pooled_rule.iterrows())
-            + f"; per family: {', '.join(per_family)}",
-    }
 
 
 def walkforward_row(label: str, walk_intervals: Mapping, walk_verdicts: Mapping) -> dict[str, str]:
