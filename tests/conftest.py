@@ -136,6 +136,12 @@ def learn():
 
 
 @pytest.fixture(scope="session")
+def learn_default():
+    """The same planted-edge benchmark run with the default learner (chapters 1.9 and 3)."""
+    return _committed("bench_learn_default.json")
+
+
+@pytest.fixture(scope="session")
 def realistic():
     """The committed ``bench learn`` record at realistic signal strengths (chapter 1.11)."""
     return _committed("bench_learn_realistic.json")

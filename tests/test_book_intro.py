@@ -109,6 +109,27 @@ def test_the_learning_rows_read_the_pathwise_records():
     assert "(on a one-day problem 0.11 of the score function's variance" in ppo  # chapter 3.0 checks the 0.11 live
 
 
+def test_the_ppo_row_and_the_control_sentence_read_the_default_learners_planted_record():
+    ppo, demo = _row("03_single_file_ppo"), _row("01_ashare_demo")
+    default, plain = read_records("bench_learn_default.json")[0], read_records("bench_learn.json")[0]
+
+    def interval(record, a, b, steps, select):
+        test = learning.paired_test(learning.paired_excess(record, a, b, steps, select)["difference"])
+        return f"{100 * test['mean']:+.1f} % [{100 * test['low']:+.1f}, {100 * test['high']:+.1f}]", test
+
+    sb3_default, test = interval(default, "ppo", "sb3_ppo", 100_000, "last")
+    sb3_plain, _ = interval(plain, "ppo", "sb3_ppo", 100_000, "last")
+    a2c_default, a2c_test = interval(default, "ppo", "a2c", 300_000, "best")
+    assert test["positive"] == test["n"] == 6 and "on all six markets" in ppo
+    assert f"{sb3_default} with the default learner ({sb3_plain} with the plain learner)" in ppo
+    assert f"PPO against A2C: {a2c_default.replace('-', '−')} with the default learner, undecided" in ppo
+    assert a2c_test["low"] < 0 < a2c_test["high"]
+    control = learning.control_markets({"default": default}, 300_000, learners=("ppo",))
+    moved, below = int(control["moved off the first"].sum()), -control["agent − untrained"].mean()
+    assert f"fitted the noise of the validation year on {moved} of {len(control)}" in demo
+    assert f"by {100 * below:.1f} points of test return on average" in demo
+
+
 def test_the_demo_row_reads_the_default_learners_walk_forward():
     row = _row("01_ashare_demo")
     record = read_records("bench_walkforward_pathwise.json")[0]

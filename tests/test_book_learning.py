@@ -81,6 +81,9 @@ def test_the_learn_method_block_says_where_the_markets_built_now_differ(learn):
     assert f"On the record's factor markets of seed {seed}, the test Sharpe" in note and "its comparisons hold" in note
     assert note.index("the package as installed builds") < note.index("To make its parts again")
     _clean(note)
+    assert "The record bench_learn.json, made on" in note and "--out runs/bench_learn_ppo" in note
+    named = str(learning.learn_method(learn, DEFAULT, record_name="x.json"))
+    assert "The record x.json, made on" in named and "--out runs/x_ppo" in named
 
 
 def test_ppo_and_a2c_are_paired_on_test_excess_over_every_planted_market_both_ran(learn):
@@ -108,6 +111,28 @@ def test_sb3_is_paired_with_our_ppo_on_the_very_market_its_case_records(learn):
         assert row["sb3_ppo"] == case["sb3"]["test_excess"]
         assert row["ppo"] == case["curve"]["last"][str(steps)]["test_excess"]
     assert learning.paired_excess(learn, "ppo", "sb3_ppo", steps + 1, "last").empty
+
+
+def test_the_control_markets_read_each_records_noise_markets_at_one_budget(learn, learn_default):
+    table = learning.control_markets({"plain": learn, "default": learn_default}, DEFAULT)
+    for label, record in (("plain", learn), ("default", learn_default)):
+        cases = [c for c in record["cases"] if c["family"] == "none" and teaching._run_length(c, "best") == DEFAULT]
+        rows = table.xs(label, level="learner")
+        assert len(rows) == len(cases) > 0
+        for case in cases:
+            row = rows.loc[(case["algo"], case["seed"])]
+            chosen = case["curve"]["best"][str(DEFAULT)]
+            assert row["agent excess"] == chosen["test_excess"] and row["chosen checkpoint"] == chosen["env_steps"]
+            assert row["untrained excess"] == case["candidates"][0]["test_excess"] and case["candidates"][0]["env_steps"] == 0
+            assert row["moved off the first"] == (row["chosen checkpoint"] != row["first checkpoint"] > 0)
+    assert np.allclose(table["agent − untrained"], table["agent excess"] - table["untrained excess"])
+    # a checkpoint kept at the first update trades as little as the untrained network: the rows that did not move
+    still = table[~table["moved off the first"]]
+    assert (abs(still["agent turnover"] - still["untrained turnover"]) < 0.02).all()
+    assert len(learning.control_markets({"default": learn_default}, DEFAULT, learners=("a2c",))) == 3
+    with pytest.raises(ValueError, match="no control-market run of 1 env-steps"):
+        learning.control_markets({"plain": learn}, 1)
+    assert "+1.0%" in learning.style_control_markets(table.assign(**{"agent excess": 0.01})).to_html()
 
 
 def test_the_chosen_checkpoint_table_agrees_with_the_count(walkforward):
@@ -282,6 +307,24 @@ def test_ends_near_the_margin_say_whether_the_verdict_turns_on_them():
                      index=pd.MultiIndex.from_tuples([], names=["ic", "stocks", "learner"])),
         pd.DataFrame(), two_level=two))
     assert "2017 [-0.255, +0.230] inconclusive, pooled [-0.248, +0.050] tie" in box
+
+
+def test_a_planted_record_reads_as_two_rows_named_by_its_learner(learn):
+    planted = learning.planted_summary(learn, DEFAULT)
+    planted = planted[planted["family"] != "none"]
+    ppo_vs_a2c = learning.paired_test(learning.paired_excess(learn, "ppo", "a2c", DEFAULT)["difference"])
+    versus_rule = teaching.signal_rule_comparison(learn, run_steps=DEFAULT)
+    rows = learning.planted_rows("some learner (x.json)", planted, ppo_vs_a2c, versus_rule)
+    assert list(rows) == ["planted edges, PPO and A2C, some learner (x.json)",
+                          "agent excess minus the signal rule's, per market, all signal families, some learner (x.json)"]
+    first, second = rows.values()
+    captures = planted["signal-rule capture (pooled)"]
+    assert first.startswith(f"signal-rule capture (pooled) {captures.min():.2f} .. {captures.max():.2f}; ")
+    assert f"({ppo_vs_a2c['n']} markets, Wilcoxon p = " in first
+    families = versus_rule.drop(index="all families", level="family")
+    counts = families["verdict"].value_counts()
+    assert all(f"{verdict} {n} of {len(families)}" in second for verdict, n in counts.items())
+    assert second.count("markets: ") == len(versus_rule.xs("all families", level="family"))
 
 
 # --------------------------------------------------------------------------- chapter 1.11: realistic strength, run longer
@@ -523,6 +566,16 @@ def test_learner_differences_pair_only_the_same_markets(realistic):
     moved = {**realistic, "cases": [{**c, "seed": 100} if c["seed"] == 0 else c for c in realistic["cases"]]}
     paired = learning.learner_differences(realistic, moved)
     assert len(paired) == 12 and 0 not in set(paired["market"])
+
+
+def test_learner_differences_keep_families_apart_and_leave_the_control_out(learn, learn_default):
+    # the planted-edge records hold several families at one ic and seed: a family is part of the market
+    paired = learning.learner_differences(learn, learn_default)
+    planted = {(c["family"], c["seed"]) for c in learn_default["cases"]
+               if c["algo"] == "ppo" and c["family"] != "none" and c["total_steps"] == DEFAULT}
+    assert set(zip(paired["family"], paired["market"])) == planted and len(paired) == len(planted) == 20
+    a2c = learning.learner_differences(learn, learn_default, algo="a2c")
+    assert len(a2c) == 12 and np.allclose(a2c["difference"], a2c["default"] - a2c["plain"])
 
 
 def test_the_ablation_table_pairs_each_ablated_learner_with_the_default_on_its_markets(realistic):

@@ -26,9 +26,9 @@ from .folded import MethodNote
 __all__ = [
     # chapter 1, second page
     "MethodNote", "how_measured", "total_return", "records_table", "planted_edge_table", "planted_summary",
-    "style_signal_rule", "learn_method", "learn_rebuilt", "walkforward_reading", "walkforward_chosen_table", "walkforward_method", "realistic_provenance",
+    "style_signal_rule", "control_markets", "style_control_markets", "learn_method", "learn_rebuilt", "walkforward_reading", "walkforward_chosen_table", "walkforward_method", "realistic_provenance",
     "realistic_method", "style_realistic", "style_oracles", "budget_table", "budget_reading", "style_budgets",
-    "edge_box", "walkforward_row", "walkforward_seed_differences", "with_seed_spread", "ic_scale", "walkforward_pooled_hold",
+    "edge_box", "planted_rows", "walkforward_row", "walkforward_seed_differences", "with_seed_spread", "ic_scale", "walkforward_pooled_hold",
     "near_margin", "margin_details", "walkforward_two_level", "with_two_level", "learner_comparison",
     "style_comparison", "learner_differences", "ABLATION_LABELS", "ablation_table", "style_ablation",
     # chapter 2
@@ -135,6 +135,43 @@ def paired_excess(learn: Mapping, a: str = "ppo", b: str = "a2c", run_steps: int
     return pd.DataFrame(rows, columns=["family", "market", a, b, "difference"])
 
 
+def control_markets(records: Mapping[str, Mapping], run_steps: int,
+                    learners: Sequence[str] = ("ppo", "a2c")) -> pd.DataFrame:
+    """The control markets (family ``none``: a noise column, no edge) of one or more ``bench learn``
+    records, read at the end of runs of ``run_steps`` env-steps with the checkpoint chosen on
+    validation. ``records`` maps a label (e.g. ``"plain"``, ``"default"``) to its record. One row per
+    (label, learner, market): the first checkpoint validation saw (after one update) and the one it
+    chose, whether it moved off the first, the test excess over buy-and-hold of the chosen agent, of
+    the untrained network (env-step 0) and of the signal rule, the chosen agent minus the untrained
+    network, and the daily test turnover of both. On a market with nothing to find, a chosen
+    checkpoint past the first one is validation fitting noise."""
+    rows = []
+    for label, record in records.items():
+        for case in record["cases"]:
+            if case["family"] != "none" or case["algo"] not in learners or teaching._run_length(case, "best") != run_steps:
+                continue
+            chosen = case["curve"]["best"][str(run_steps)]
+            untrained = next(c for c in case["candidates"] if c["env_steps"] == 0)
+            first = min(c["env_steps"] for c in case["candidates"] if c["valid_sharpe"] is not None)
+            rows.append({"learner": label, "algo": case["algo"], "market": case["seed"],
+                         "first checkpoint": first, "chosen checkpoint": chosen["env_steps"],
+                         "moved off the first": chosen["env_steps"] != first,
+                         "agent excess": chosen["test_excess"], "untrained excess": untrained["test_excess"],
+                         "signal rule excess": case["oracle_excess"],
+                         "agent − untrained": chosen["test_excess"] - untrained["test_excess"],
+                         "agent turnover": chosen["test_turnover"], "untrained turnover": untrained["test_turnover"]})
+    if not rows:
+        raise ValueError(f"no control-market run of {run_steps:,} env-steps by {'/'.join(learners)} in the records")
+    return pd.DataFrame(rows).set_index(["learner", "algo", "market"])
+
+
+def style_control_markets(table: pd.DataFrame):
+    """`control_markets` for the page: excess in percent, turnover to three decimals, checkpoints with commas."""
+    percent = {c: "{:+.1%}" for c in ("agent excess", "untrained excess", "signal rule excess", "agent − untrained")}
+    return table.style.format(percent | {"agent turnover": "{:.3f}", "untrained turnover": "{:.3f}",
+                                         "first checkpoint": "{:,}", "chosen checkpoint": "{:,}"})
+
+
 def paired_test(differences: Sequence[float]) -> dict:
     """The mean of paired differences with its 95 % t-interval (`teaching.t_interval`), the paired
     t-test's p-value and the Wilcoxon signed-rank test's (which uses only the ranks of the
@@ -173,15 +210,16 @@ def learn_rebuilt(learn: Mapping, env_config, family: str = "factor", algo: str 
     return out
 
 
-def learn_method(learn: Mapping, budget: int, rebuilt: Mapping | None = None) -> MethodNote:
-    """How the planted-edge record (``bench_learn.json``) was made: its date and machine, the budget
+def learn_method(learn: Mapping, budget: int, rebuilt: Mapping | None = None,
+                 record_name: str = "bench_learn.json") -> MethodNote:
+    """How a planted-edge record (the file ``record_name``) was made: its date and machine, the budget
     and the choice of checkpoint the tables read, and the commands of its parts as a reader runs
     them (the merge of the parts left out); with ``rebuilt`` (`learn_rebuilt`), one plain note where
     the markets the package builds now differ from the record's. Returns a :class:`MethodNote`."""
     machine = learn["machine"]
     parts = [part for part in learn["command"].split("&&") if "--merge" not in part]
     paragraphs = [
-        f"The record bench_learn.json, made on {machine['date'][:10]} on a {machine['cpu_count']}-core CPU, one "
+        f"The record {record_name}, made on {machine['date'][:10]} on a {machine['cpu_count']}-core CPU, one "
         f"torch thread per run. The tables read the runs of {budget:,} env-steps (the default budget) at their end, "
         "with the checkpoint chosen on the validation split and scored once on the test split."]
     moved = {seed: v for seed, v in (rebuilt or {}).items()
@@ -196,7 +234,8 @@ def learn_method(learn: Mapping, budget: int, rebuilt: Mapping | None = None) ->
             + ". Within the record every learner and the signal rule met the same markets, so its comparisons hold "
               "for the markets it ran.")
     paragraphs.append("To make its parts again, one command each: " + "; ".join(
-        teaching.reader_command(part, f"runs/bench_learn_{_out_name(part)}", plain=teaching.ran_plain_learner(learn))
+        teaching.reader_command(part, f"runs/{record_name.removesuffix('.json')}_{_out_name(part)}",
+                                plain=teaching.ran_plain_learner(learn))
         for part in parts))
     return how_measured(*paragraphs)
 
@@ -467,18 +506,19 @@ def learner_comparison(before: Mapping, today: Mapping, budget: int = 300_000,
     return pd.DataFrame(rows).set_index(["ic", "stocks", "markets", "learner"]).sort_index(level=[0, 1, 2], sort_remaining=False, ascending=[False, True, True])
 
 
-def learner_differences(before: Mapping, today: Mapping, budget: int = 300_000) -> pd.DataFrame:
-    """Market by market, on the markets both records ran (same ic, stocks and seed: the same market),
-    the default learner's test excess over buy-and-hold (``today``'s record) beside the plain
-    learner's (``before``'s) and the difference ``default − plain``, at the end of runs of ``budget`` env-steps (chosen on validation)."""
+def learner_differences(before: Mapping, today: Mapping, budget: int = 300_000, algo: str = "ppo") -> pd.DataFrame:
+    """Market by market, on the markets both records ran (same family, ic, stocks and seed: the same
+    market), ``algo``'s test excess over buy-and-hold in ``today``'s record (the default learner)
+    beside ``before``'s (the plain learner) and the difference ``default − plain``, at the end of
+    runs of ``budget`` env-steps (chosen on validation). The control family ``none`` is left out."""
     def excess(record):
-        return {_market(c): c["curve"]["best"][str(budget)]["test_excess"]
-                for c in record["cases"] if c.get("total_steps") == budget and c["algo"] == "ppo"}
+        return {(c["family"], *_market(c)): c["curve"]["best"][str(budget)]["test_excess"]
+                for c in record["cases"] if c.get("total_steps") == budget and c["algo"] == algo and c["family"] != "none"}
 
     old, new = excess(before), excess(today)
-    rows = [{"ic": key[0], "stocks": key[1], "market": key[2], "plain": old[key], "default": new[key],
+    rows = [{"family": key[0], "ic": key[1], "stocks": key[2], "market": key[3], "plain": old[key], "default": new[key],
              "difference": new[key] - old[key]} for key in sorted(new) if key in old]
-    return pd.DataFrame(rows, columns=["ic", "stocks", "market", "plain", "default", "difference"])
+    return pd.DataFrame(rows, columns=["family", "ic", "stocks", "market", "plain", "default", "difference"])
 
 
 ABLATION_LABELS = {"market_baseline": "without the market baseline", "pathwise": "without the pathwise part",
@@ -705,7 +745,6 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
     fragile = {n["name"] for n in near if n["turns"]}
     pooled_rule = versus_rule.xs("all families", level="family")
     beats = [learner.upper() for learner, row in pooled_rule.iterrows() if row["verdict"] == "beats"]
-    per_family = sorted(set(versus_rule.drop(index="all families", level="family")["verdict"]))
 
     def ahead(ic, stocks):
         rows = per_market.loc[(ic, stocks)]
@@ -718,15 +757,7 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
             "equal-weight buy-and-hold, 1.8's test split, full costs, detected dividends only": f"{split_hold:+.1%}",
         },
         committed={
-            "planted edges, PPO and A2C, plain learner (bench_learn.json)":
-                f"signal-rule capture (pooled) {planted['signal-rule capture (pooled)'].min():.2f} .. {planted['signal-rule capture (pooled)'].max():.2f}; "
-                f"PPO minus A2C in test excess on common markets {ppo_vs_a2c['mean']:+.1%} [{ppo_vs_a2c['low']:+.1%}, "
-                f"{ppo_vs_a2c['high']:+.1%}] ({ppo_vs_a2c['n']} markets"
-                + (f", Wilcoxon p = {ppo_vs_a2c['p (Wilcoxon)']:.2f}" if "p (Wilcoxon)" in ppo_vs_a2c else "") + ")",
-            "agent excess minus the signal rule's, per market, all signal families, plain learner (bench_learn.json)": "; ".join(
-                f"{learner.upper()} {row['mean difference']:+.1%} [{row['low']:+.1%}, {row['high']:+.1%}] over "
-                f"{row['markets']} markets: {row['verdict']}" for learner, row in pooled_rule.iterrows())
-                + f"; per family: {', '.join(per_family)}",
+            **planted_rows("plain learner (bench_learn.json)", planted, ppo_vs_a2c, versus_rule),
             f"walk-forward, agent vs buy-and-hold, {walk_learner}": ", ".join(
                 f"{year} {teaching._interval_text(wf_intervals[year])} {verdict}"
                 + (f" (fragile: it turns on an end within 0.01 of the ±{margin} margin)" if year in fragile else "")
@@ -742,13 +773,37 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
         shows="that the same code finds planted edges and, on strong ones, "
               + (f"{' and '.join(beats)} beat{'s' if len(beats) == 1 else ''} the signal rule over all signal families "
                  "together" if beats else "earns more than the signal rule, pooled")
-              + " (no single family does after Holm's correction); what three test years of the sample say, each with "
+              + " (in the plain learner's record no single family does after Holm's correction); what three test "
+                "years of the sample say, each with "
                 "its interval",
         does_not_show="an edge on real A-shares: no walk-forward year shows either learner ahead of buy-and-hold; nor, at "
                       "IC 0.03, how close the agent comes to the best possible: the informed oracle, chosen on one "
                       "year or on four, is no ceiling there",
         title="What this page measured",
     )
+
+
+def planted_rows(label: str, planted: pd.DataFrame, ppo_vs_a2c: Mapping, versus_rule: pd.DataFrame) -> dict[str, str]:
+    """A planted-edge record as two rows of `edge_box`, ``label`` naming its learner and record: the
+    pooled signal-rule captures (``planted``: `planted_summary` without the control family) with PPO
+    minus A2C (`paired_test` of `paired_excess`), and the agent against the signal rule over all
+    families (``versus_rule``: `teaching.signal_rule_comparison`) with the verdicts per family."""
+    captures = planted["signal-rule capture (pooled)"]
+    wilcoxon = f", Wilcoxon p = {ppo_vs_a2c['p (Wilcoxon)']:.2f}" if "p (Wilcoxon)" in ppo_vs_a2c else ""
+    pooled_rule = versus_rule.xs("all families", level="family")
+    families = versus_rule.drop(index="all families", level="family")
+    per_family = ", ".join(f"{verdict} {int((families['verdict'] == verdict).sum())} of {len(families)}"
+                           for verdict in sorted(set(families["verdict"])))
+    return {
+        f"planted edges, PPO and A2C, {label}":
+            f"signal-rule capture (pooled) {captures.min():.2f} .. {captures.max():.2f}; PPO minus A2C in test excess "
+            f"on common markets {ppo_vs_a2c['mean']:+.1%} [{ppo_vs_a2c['low']:+.1%}, {ppo_vs_a2c['high']:+.1%}] "
+            f"({ppo_vs_a2c['n']} markets{wilcoxon})",
+        f"agent excess minus the signal rule's, per market, all signal families, {label}": "; ".join(
+            f"{learner.upper()} {row['mean difference']:+.1%} [{row['low']:+.1%}, {row['high']:+.1%}] over "
+            f"{row['markets']} markets: {row['verdict']}" for learner, row in pooled_rule.iterrows())
+            + f"; per (learner, family): {per_family}",
+    }
 
 
 def walkforward_row(label: str, walk_intervals: Mapping, walk_verdicts: Mapping) -> dict[str, str]:

@@ -389,8 +389,9 @@ def interval_table(versus: Mapping[str, Mapping]) -> pd.DataFrame:
                          for name, v in versus.items()}).T
 
 
-def learn_method_note(learn: Mapping, comparisons: Mapping[str, tuple[tuple, tuple]] | None = None) -> MethodNote:
-    """How section 3.7's record was measured, read from the ``bench learn`` record: its date, cores
+def learn_method_note(learn: Mapping, comparisons: Mapping[str, tuple[tuple, tuple]] | None = None,
+                      record_name: str = "bench_learn.json") -> MethodNote:
+    """How section 3.7's record (the file ``record_name``) was measured, read from the ``bench learn`` record: its date, cores
     and threads; the time per run of our PPO and SB3's at SB3's env-steps (a wall time, not a speed
     ratio of the two loops); and, per comparison of ``comparisons`` (a name and the ``(a, b)`` pair
     of `teaching.paired_captures`; none by default), the pairs both learners ran that are left out
@@ -400,7 +401,7 @@ def learn_method_note(learn: Mapping, comparisons: Mapping[str, tuple[tuple, tup
     machine, steps = learn["machine"], sb3_steps(learn)
     ours, sb3 = learner_rows(learn, "ppo", steps, "last"), learner_rows(learn, "sb3_ppo", steps, "last")
     paragraphs = [
-        f"The record is bench_learn.json, measured on {machine['date'][:10]} on {machine['cpu_count']} CPU cores, "
+        f"The record is {record_name}, measured on {machine['date'][:10]} on {machine['cpu_count']} CPU cores, "
         f"{machine['threads']} torch thread per run; each market of a family is built from its seed, the same for "
         "every learner.",
         f"Time per run at {steps:,} env-steps: ours {ours['wall_seconds'].min():.0f}-{ours['wall_seconds'].max():.0f} s, "
@@ -415,13 +416,14 @@ def learn_method_note(learn: Mapping, comparisons: Mapping[str, tuple[tuple, tup
 
 
 def chapter_box(comparison: pd.DataFrame, budget: int, file_lines: pd.DataFrame, losses: Mapping,
-                gradients: pd.DataFrame, versus: Mapping[str, Mapping], loop_sharpe: pd.DataFrame | None = None):
+                gradients: pd.DataFrame, versus: Mapping[str, Mapping], loop_sharpe: pd.DataFrame | None = None,
+                record_name: str = "bench_learn.json"):
     """The box at the end of chapter 3 (`finrl_tutorial.book.measured_box`): this run's PPO-A2C test
     capture and budget, the length of ``agents/ppo.py`` (`line_counts`), one update's minibatches
     and clip fraction, the baseline's variance ratio and each estimator's z from 3.0
     (`estimator_table`), 3.6's validation Sharpe before and after the loop (``loop_sharpe``: its
     first row the untrained agent, its second the trained one, one column), and the committed
-    record's uncorrected paired intervals of test excess over buy-and-hold (``versus``). Its *Shows* calls the estimate "consistent
+    record's (the file ``record_name``) uncorrected paired intervals of test excess over buy-and-hold (``versus``). Its *Shows* calls the estimate "consistent
     with unbiased" only where every z lies within ±2 (a finite sample cannot show it unbiased), and
     its *Does not show* names what neither comparison isolates."""
     from . import measured_box
@@ -445,7 +447,7 @@ def chapter_box(comparison: pd.DataFrame, budget: int, file_lines: pd.DataFrame,
                 "the loop on 1.9's planted edge (3.6), validation Sharpe untrained → trained":
                     f"{loop_sharpe.iloc[0, 0]:.2f} → {loop_sharpe.iloc[1, 0]:.2f}"}),
         },
-        committed={f"{name}, test excess (bench_learn.json, uncorrected)":
+        committed={f"{name}, test excess ({record_name}, uncorrected)":
                    f"{v['mean']:+.1%} [{v['low']:+.1%}, {v['high']:+.1%}] over the {v['n']} (family, market) pairs both ran"
                    for name, v in versus.items()},
         shows=f"that the policy-gradient estimate is {unbiased}, and that a baseline lowers its variance; what each "
