@@ -132,7 +132,8 @@ def test_the_control_markets_read_each_records_noise_markets_at_one_budget(learn
     assert len(learning.control_markets({"default": learn_default}, DEFAULT, learners=("a2c",))) == 3
     with pytest.raises(ValueError, match="no control-market run of 1 env-steps"):
         learning.control_markets({"plain": learn}, 1)
-    assert "+1.0%" in learning.style_control_markets(table.assign(**{"agent excess": 0.01})).to_html()
+    page = learning.style_control_markets(table.assign(**{"agent excess": 0.01})).to_html()
+    assert "+1.0%" in page and "first checkpoint" not in page and "chosen checkpoint" in page
 
 
 def test_the_chosen_checkpoint_table_agrees_with_the_count(walkforward):

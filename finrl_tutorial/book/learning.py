@@ -166,10 +166,11 @@ def control_markets(records: Mapping[str, Mapping], run_steps: int,
 
 
 def style_control_markets(table: pd.DataFrame):
-    """`control_markets` for the page: excess in percent, turnover to three decimals, checkpoints with commas."""
+    """`control_markets` for the page: excess in percent, turnover to three decimals, the chosen checkpoint with
+    commas; the first checkpoint (one per learner, which the text states) is left out to keep the table narrow."""
     percent = {c: "{:+.1%}" for c in ("agent excess", "untrained excess", "signal rule excess", "agent − untrained")}
     return table.style.format(percent | {"agent turnover": "{:.3f}", "untrained turnover": "{:.3f}",
-                                         "first checkpoint": "{:,}", "chosen checkpoint": "{:,}"})
+                                         "chosen checkpoint": "{:,}"}).hide(["first checkpoint"], axis="columns")
 
 
 def paired_test(differences: Sequence[float]) -> dict:
@@ -610,11 +611,15 @@ def realistic_method(realistic: Mapping, provenance: pd.DataFrame) -> MethodNote
     held_text = ", ".join(f"IC {ic:g} × {stocks} stocks" for ic, stocks in held)
     commands = "; ".join(f"`{command}`" for command in realistic["note"]["commands"])
     return how_measured(
-        f"PPO with the package defaults on factor markets of {arguments['days']:,} days, market seed = learner seed; "
+        f"PPO with the package defaults"
+        + (" of that day (the plain learner)" if teaching.ran_plain_learner(realistic) else "")
+        + f" on factor markets of {arguments['days']:,} days, market seed = learner seed; "
         f"each run on {arguments['threads']} torch thread of a {realistic['machine']['cpu_count']}-core CPU beside "
         "other processes, so the wall times and the training minutes of the tables are that load's.",
         f"The record holds {len(held)} cells: {held_text}, five markets each (the table below: one row per cell "
-        f"and run length). These commands made them: {commands}.",
+        f"and run length). These commands made them with the package of that day"
+        + (", whose defaults were the plain learner's (run now, they need the plain learner's settings, as in the "
+           "commands below)" if teaching.ran_plain_learner(realistic) else "") + f": {commands}.",
         "The record's own note: " + realistic["note"]["what_ran"],
         "To make one cell again: " + teaching.reader_command(realistic["note"]["commands"][0], "runs/learn_ic005_s30",
                                                              plain=teaching.ran_plain_learner(realistic)),
@@ -758,11 +763,8 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
         },
         committed={
             **planted_rows("plain learner (bench_learn.json)", planted, ppo_vs_a2c, versus_rule),
-            f"walk-forward, agent vs buy-and-hold, {walk_learner}": ", ".join(
-                f"{year} {teaching._interval_text(wf_intervals[year])} {verdict}"
-                + (f" (fragile: it turns on an end within 0.01 of the ±{margin} margin)" if year in fragile else "")
-                for year, verdict in wf_verdicts.items())
-                + (f"; pooled, {seeds_below[0]} of {seeds_below[1]} seeds below buy-and-hold" if seeds_below else ""),
+            **walkforward_row(f"walk-forward, agent vs buy-and-hold, {walk_learner}", wf_intervals, wf_verdicts,
+                              fragile, margin, seeds_below),
             **({f"walk-forward, {walk_learner}, seeds and days resampled (from the record's daily curves)": ", ".join(
                 f"{year} {_interval_verdict(ci, margin)}" for year, ci in two_level.items())} if two_level else {}),
             "realistic strength, informed-oracle capture, pooled, no interval, plain learner (bench_learn_realistic.json)": "; ".join(
@@ -806,11 +808,18 @@ def planted_rows(label: str, planted: pd.DataFrame, ppo_vs_a2c: Mapping, versus_
     }
 
 
-def walkforward_row(label: str, walk_intervals: Mapping, walk_verdicts: Mapping) -> dict[str, str]:
+def walkforward_row(label: str, walk_intervals: Mapping, walk_verdicts: Mapping, fragile: Sequence[str] = (),
+                    margin: float | None = None, seeds_below: tuple[int, int] | None = None) -> dict[str, str]:
     """One walk-forward as a row of `edge_box`: each year's interval and verdict (``walk_intervals``:
-    `walkforward_reading`'s intervals; ``walk_verdicts``: `teaching.walkforward_verdicts`)."""
-    return {label: ", ".join(f"{year} {teaching._interval_text(walk_intervals[year])} {verdict}"
-                             for year, verdict in walk_verdicts.items())}
+    `walkforward_reading`'s intervals; ``walk_verdicts``: `teaching.walkforward_verdicts`), the years
+    in ``fragile`` marked as turning on an end near the tie ``margin`` (`near_margin`), and with
+    ``seeds_below``, ``(below, seeds)``, how many seeds ended below buy-and-hold, pooled."""
+    text = ", ".join(f"{year} {teaching._interval_text(walk_intervals[year])} {verdict}"
+                     + (f" (fragile: it turns on an end within 0.01 of the ±{margin} margin)" if year in fragile else "")
+                     for year, verdict in walk_verdicts.items())
+    if seeds_below:
+        text += f"; pooled, {seeds_below[0]} of {seeds_below[1]} seeds below buy-and-hold"
+    return {label: text}
 
 
 def default_learner_rows(job: Mapping, comparison: pd.DataFrame, paired_all: Mapping) -> dict[str, str]:
