@@ -13,8 +13,25 @@ INTRO = (Path(__file__).resolve().parents[1] / "book" / "intro.md").read_text(en
 
 
 def _row(chapter: str) -> str:
-    """The intro table's row of ``chapter`` (e.g. ``"04_workers"``)."""
-    return next(line for line in INTRO.splitlines() if line.startswith(f"| {{doc}}`{chapter}`"))
+    """The row of ``chapter`` (e.g. ``"04_workers"``) in the intro's table of what the records found (the
+    last of the intro's two tables by chapter: the first says what each chapter teaches)."""
+    return [line for line in INTRO.splitlines() if line.startswith(f"| {{doc}}`{chapter}`")][-1]
+
+
+def test_the_intro_has_a_table_of_what_each_chapter_teaches_and_one_of_what_its_records_found():
+    teaches = INTRO[INTRO.index("## What you will learn"):INTRO.index("## What the records found")]
+    found = INTRO[INTRO.index("## What the records found"):]
+    for chapter in ("01_ashare_demo", "02_hyperparameters", "03_single_file_ppo", "04_workers", "05_learners",
+                    "06_vecenv_vs_vmap", "07_your_own_data", "08_benchmarks"):
+        row = next(line for line in teaches.splitlines() if line.startswith(f"| {{doc}}`{chapter}`"))
+        assert len(row) < 600, chapter  # a few lines a reader takes in at a glance; the numbers are in the second table
+        assert f"| {{doc}}`{chapter}`" in found
+    sweep = read_records("bench_sweep.json")[0]  # chapter 2's row
+    sample = teaching.overfitting_table(sweep).loc["sample"]
+    against_hold = learning.deflation_against_hold(sweep).loc["sample"]
+    said = (f"The best of the sample's {sample['trials (checkpoints)']} checkpoints has a deflated Sharpe of "
+            f"{sample['deflated Sharpe']:.2f} ({against_hold['null buy-and-hold: DSR']:.2f} with buy-and-hold's Sharpe")
+    assert said in _row("02_hyperparameters"), said
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +105,8 @@ def test_the_benchmarks_row_reads_the_peer_record_and_the_full_run():
 
 
 def test_every_chapter_row_of_the_intro_states_a_finding():
-    for chapter in ("04_workers", "05_learners", "06_vecenv_vs_vmap", "07_your_own_data", "08_benchmarks"):
+    for chapter in ("02_hyperparameters", "04_workers", "05_learners", "06_vecenv_vs_vmap", "07_your_own_data",
+                    "08_benchmarks"):
         assert any(ch.isdigit() for ch in _row(chapter).split("|")[2]), chapter  # a number, not only a topic
     assert ft.book.workers is workers
 
