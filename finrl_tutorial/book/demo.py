@@ -443,7 +443,7 @@ def chapter_box(env_steps: int, table: pd.DataFrame, versus: Mapping, missing: p
             f"{agent['sharpe_ratio']:.2f} (buy-and-hold {hold['sharpe_ratio']:.2f}, untrained {untrained:.2f})",
         "Sharpe vs buy-and-hold, 95 % interval":
             f"{versus['difference']:+.2f} [{versus['low']:+.2f}, {versus['high']:+.2f}]: {versus['verdict']}",
-        "equal-weight buy-and-hold, test split, full costs, detected dividends only":
+        "equal-weight buy-and-hold, test split, full costs, dividends only where the prices reveal them (1.4)":
             f"{hold['cumulative_return']:+.1%}",
         "dividends the sample misses (2 % / 3 % yield)": f"{missing.iloc[0]:+.1%} / {missing.iloc[1]:+.1%} of return",
         "chosen checkpoint: test-year portfolio held differently from untrained":

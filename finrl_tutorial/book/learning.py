@@ -759,7 +759,7 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
         this_run={
             f"planted edge (IC 0.10, one market), {syn_steps:,} env-steps: signal-rule capture":
                 f"{captured:.0%}; Sharpe vs buy-and-hold {teaching._interval_text(syn_versus)}: {syn_versus['verdict']}",
-            "equal-weight buy-and-hold, 1.8's test split, full costs, detected dividends only": f"{split_hold:+.1%}",
+            "equal-weight buy-and-hold, 1.8's test split, full costs, dividends only where the prices reveal them (1.4)": f"{split_hold:+.1%}",
         },
         committed={
             **planted_rows("plain learner (bench_learn.json)", planted, ppo_vs_a2c, versus_rule),
