@@ -404,7 +404,8 @@ def walkforward_method(walkforward: Mapping, reading: Mapping, live_hold: Mappin
            + " run: a run stops at the last whole iteration)")
         + f", a validation every {walkforward['eval_every']} "
         f"iterations; {len(walkforward['runs'])} runs, {reading['wall_minutes']:.0f} minutes of wall time one after "
-        f"another on {walkforward['machine']['cpu_count']} CPU cores.",
+        f"another on {walkforward['machine']['cpu_count']} CPU cores: a wall time under whatever else ran on the "
+        "machine that day, not a speed figure.",
         *([walkforward["note"]] if walkforward.get("note") else []),
         *([" ".join(fine_print)] if fine_print else []),
         "To make it again: " + teaching.reader_command(walkforward["command"], f"runs/{name}",
