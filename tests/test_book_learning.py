@@ -320,7 +320,7 @@ def test_a_planted_record_reads_as_two_rows_named_by_its_learner(learn):
                           "agent excess minus the signal rule's, per market, all signal families, some learner (x.json)"]
     first, second = rows.values()
     captures = planted["signal-rule capture (pooled)"]
-    assert first.startswith(f"signal-rule capture (pooled) {captures.min():.2f} .. {captures.max():.2f}; ")
+    assert first.startswith(f"signal-rule capture (pooled) {captures.min():.2f}–{captures.max():.2f}; ")
     assert f"({ppo_vs_a2c['n']} markets, Wilcoxon p = " in first
     families = versus_rule.drop(index="all families", level="family")
     counts = families["verdict"].value_counts()

@@ -638,7 +638,8 @@ def style_realistic(cells: pd.DataFrame):
                 "signal rule captured (pooled)")
     excess = ("agent excess", "informed oracle excess", "chosen on 4 years: excess", "signal rule excess")
     return cells.style.format_index(lambda ic: f"{ic:g}", level="ic").format(
-        {c: "{:.2f}" for c in captures if c in cells} | {c: "{:+.1%}" for c in excess if c in cells})
+        {c: "{:.2f}" for c in captures if c in cells} | {c: "{:+.1%}" for c in excess if c in cells}
+        | ({"env-steps": "{:,}"} if "env-steps" in cells else {}))
 
 
 
@@ -799,7 +800,7 @@ def planted_rows(label: str, planted: pd.DataFrame, ppo_vs_a2c: Mapping, versus_
                            for verdict in sorted(set(families["verdict"])))
     return {
         f"planted edges, PPO and A2C, {label}":
-            f"signal-rule capture (pooled) {captures.min():.2f} .. {captures.max():.2f}; PPO minus A2C in test excess "
+            f"signal-rule capture (pooled) {captures.min():.2f}–{captures.max():.2f}; PPO minus A2C in test excess "
             f"on common markets {ppo_vs_a2c['mean']:+.1%} [{ppo_vs_a2c['low']:+.1%}, {ppo_vs_a2c['high']:+.1%}] "
             f"({ppo_vs_a2c['n']} markets{wilcoxon})",
         f"agent excess minus the signal rule's, per market, all signal families, {label}": "; ".join(
