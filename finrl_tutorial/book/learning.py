@@ -389,15 +389,15 @@ def with_two_level(table: pd.DataFrame, two_level: Mapping[str, Mapping], margin
 
 def walkforward_method(walkforward: Mapping, reading: Mapping, live_hold: Mapping | None = None,
                        split_hold: float | None = None, split_days: tuple | None = None,
-                       fine_print: Sequence[str] = (), name: str = "bench_walkforward.json") -> MethodNote:
-    """How the walk-forward record ``name`` was made: its date, seeds, budget, validations, runs and wall
+                       fine_print: Sequence[str] = (), record_name: str = "bench_walkforward.json") -> MethodNote:
+    """How the walk-forward record ``record_name`` was made: its date, seeds, budget, validations, runs and wall
     time, its note if it has one, and the command that makes it again; with ``live_hold`` (year → buy-and-hold's return
     computed on this page on that test year's dates), ``split_hold`` and ``split_days``
     (buy-and-hold on chapter 1.8's test split and its first and last day), buy-and-hold beside the
     record's; ``fine_print``: sentences on the verdicts (ends of an interval close to the margin),
     one paragraph after the record's. Returns a :class:`MethodNote`."""
     paragraphs = [
-        f"The record {name}, made on {walkforward['date'][:10]}: seeds {walkforward['seeds']}, "
+        f"The record {record_name}, made on {walkforward['date'][:10]}: seeds {walkforward['seeds']}, "
         f"{walkforward['total_steps']:,} env-steps asked for per run"
         + ("" if {run["env_steps"] for run in walkforward["runs"]} == {walkforward["total_steps"]} else
            " (" + ", ".join(f"{steps:,}" for steps in sorted({run["env_steps"] for run in walkforward["runs"]}))
@@ -408,7 +408,7 @@ def walkforward_method(walkforward: Mapping, reading: Mapping, live_hold: Mappin
         "machine that day, not a speed figure.",
         *([walkforward["note"]] if walkforward.get("note") else []),
         *([" ".join(fine_print)] if fine_print else []),
-        "To make it again: " + teaching.reader_command(walkforward["command"], f"runs/{name}",
+        "To make it again: " + teaching.reader_command(walkforward["command"], f"runs/{record_name}",
                                                        plain=teaching.ran_plain_learner(walkforward))]
     if live_hold:
         paragraphs.append(
@@ -470,8 +470,9 @@ def margin_details(near: Sequence[Mapping], margin: float) -> list[str]:
 # --------------------------------------------------------------------------- chapter 1.11: realistic strength
 
 def _market(case: Mapping) -> tuple:
-    """A ``bench learn`` case's market: (ic, stocks, seed). Two cases with the same key met the same market."""
-    return case["ic"], case.get("stocks", 10), case["seed"]
+    """A ``bench learn`` case's market: (family, ic, stocks, seed). Two cases with the same key met the same
+    market (a planted-edge record holds several families at one ic and seed)."""
+    return case["family"], case["ic"], case.get("stocks", 10), case["seed"]
 
 
 def _cell_columns(row: Mapping) -> dict:
@@ -514,7 +515,7 @@ def learner_differences(before: Mapping, today: Mapping, budget: int = 300_000, 
     beside ``before``'s (the plain learner) and the difference ``default − plain``, at the end of
     runs of ``budget`` env-steps (chosen on validation). The control family ``none`` is left out."""
     def excess(record):
-        return {(c["family"], *_market(c)): c["curve"]["best"][str(budget)]["test_excess"]
+        return {_market(c): c["curve"]["best"][str(budget)]["test_excess"]
                 for c in record["cases"] if c.get("total_steps") == budget and c["algo"] == algo and c["family"] != "none"}
 
     old, new = excess(before), excess(today)

@@ -25,13 +25,14 @@ from ..backtest.runner import EpisodeRecord, buy_and_hold_baseline
 from ..data.market import MarketData
 from ..data.synthetic import MAX_MOVE, SyntheticMarket, SyntheticSpec, make_synthetic
 from ..envs import EnvConfig
+from ..metrics import PERIODS_PER_YEAR
 
 __all__ = ["TRADING_DAYS", "NEAR_CLIP", "half_life", "model_numbers", "measure_market", "measured_markets",
            "return_facts", "fundamental_law_ir", "fundamental_law_table", "ideal_ir", "frictionless_irs",
            "recorded_oracles", "free_env_config", "active_ir", "oracle_rerun", "oracle_reruns"]
 
-TRADING_DAYS = 252
-"""Trading days a year, the annualisation of the book's ratios (glossary: Sharpe)."""
+TRADING_DAYS = PERIODS_PER_YEAR
+"""Trading days a year, the annualisation of the book's ratios (`finrl_tutorial.metrics.PERIODS_PER_YEAR`)."""
 NEAR_CLIP = 0.09
 """A daily move at least this large (in absolute value) counts as *near the clip* of ±9.5 %."""
 
