@@ -579,6 +579,21 @@ def test_learner_differences_keep_families_apart_and_leave_the_control_out(learn
     assert len(a2c) == 12 and np.allclose(a2c["difference"], a2c["default"] - a2c["plain"])
 
 
+def test_run_length_differences_pair_each_market_with_itself_at_two_lengths(realistic):
+    lengths = {c["total_steps"] for c in realistic["cases"]}
+    assert {300_000, 900_000} <= lengths  # the plain learner's record holds both lengths of two cells
+    paired = learning.run_length_differences(realistic["cases"], 300_000, 900_000)
+    both = {(c["ic"], c["stocks"], c["seed"]) for c in realistic["cases"] if c["total_steps"] == 900_000}
+    assert set(zip(paired["ic"], paired["stocks"], paired["market"])) == both and len(paired) == 10
+    assert np.allclose(paired["difference"], paired["longer"] - paired["shorter"])
+    case = next(c for c in realistic["cases"] if (c["ic"], c["stocks"], c["seed"], c["total_steps"]) == (0.03, 30, 2, 900_000))
+    row = paired[(paired["ic"] == 0.03) & (paired["market"] == 2)].iloc[0]
+    assert row["longer"] == case["curve"]["best"]["900000"]["test_excess"]
+    # a market run at one length only is left out
+    fewer = [c for c in realistic["cases"] if not (c["seed"] == 0 and c["total_steps"] == 900_000)]
+    assert len(learning.run_length_differences(fewer, 300_000, 900_000)) == 8
+
+
 def test_the_ablation_table_pairs_each_ablated_learner_with_the_default_on_its_markets(realistic):
     cells = [c for c in realistic["cases"] if c["ic"] == 0.05 and c["stocks"] == 100 and c["seed"] < 3]
     ablated = []

@@ -97,7 +97,7 @@ class PPOConfig:
     reward differences, and so the gradient, large against the market's noise. (No committed record
     compares other values.)"""
     total_steps: int = 300_000
-    """Env steps to train for (all envs together): under a minute on one CPU core at 15 stocks
+    """Env steps to train for (all envs together): about a minute or two on one CPU core at 15 stocks
     (chapter 1.7 prints the time), longer for larger universes (chapter 1.11)."""
     seed: int = 0
     """Seeds torch, the env's start days and the minibatch order."""

@@ -30,7 +30,7 @@ __all__ = [
     "realistic_method", "style_realistic", "style_oracles", "budget_table", "budget_reading", "style_budgets",
     "edge_box", "planted_rows", "walkforward_row", "walkforward_seed_differences", "with_seed_spread", "ic_scale", "walkforward_pooled_hold",
     "near_margin", "margin_details", "walkforward_two_level", "with_two_level", "learner_comparison",
-    "style_comparison", "learner_differences", "ABLATION_LABELS", "ablation_table", "style_ablation",
+    "style_comparison", "learner_differences", "run_length_differences", "ABLATION_LABELS", "ablation_table", "style_ablation",
     # chapter 2
     "live_runs_table", "style_live_runs", "deflation_against_hold", "TRAINER_LABEL", "trainer_base_cost", "plot_cost", "cost_reading",
     "update_cost_table", "timing_table", "cost_method", "kl_tables", "plot_kl", "kl_ratio_table",
@@ -473,6 +473,22 @@ def _market(case: Mapping) -> tuple:
     """A ``bench learn`` case's market: (family, ic, stocks, seed). Two cases with the same key met the same
     market (a planted-edge record holds several families at one ic and seed)."""
     return case["family"], case["ic"], case.get("stocks", 10), case["seed"]
+
+
+def run_length_differences(cases: Sequence[Mapping], shorter: int, longer: int, algo: str = "ppo") -> pd.DataFrame:
+    """Market by market, two run lengths of one learner on the same markets: ``algo``'s test excess over
+    buy-and-hold at the end of runs of ``shorter`` and of ``longer`` env-steps (checkpoints chosen on
+    validation; each run length is a learner of its own, since the learning rate falls to 0 over the
+    run) and the difference ``longer − shorter``. ``cases``: ``bench learn`` cases, from one record or
+    several; markets with only one of the two lengths are left out."""
+    def excess(steps):
+        return {_market(c): c["curve"]["best"][str(steps)]["test_excess"]
+                for c in cases if c.get("total_steps") == steps and c["algo"] == algo}
+
+    short, long = excess(shorter), excess(longer)
+    rows = [{"ic": key[1], "stocks": key[2], "market": key[3], "shorter": short[key], "longer": long[key],
+             "difference": long[key] - short[key]} for key in sorted(long) if key in short]
+    return pd.DataFrame(rows, columns=["ic", "stocks", "market", "shorter", "longer", "difference"])
 
 
 def _cell_columns(row: Mapping) -> dict:
