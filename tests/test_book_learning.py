@@ -654,3 +654,12 @@ def test_the_default_learners_rows_read_its_three_records():
     assert "IC 0.05 × 100 (markets 100-104): 0.51, beats buy-and-hold on 5 of 5" in captured
     assert "IC 0.03" not in captured  # only the cells asked for
     assert rows["default minus plain learner, test excess, the markets both ran"].startswith("+9.7% [+2.8%, +16.6%] (15 markets")
+
+
+def test_the_signal_rule_table_shows_each_interval_as_one_column(learn):
+    table = teaching.signal_rule_comparison(learn, run_steps=DEFAULT)
+    shown = learning.style_signal_rule(table).data
+    assert "low" not in shown and "high" not in shown and list(shown.index) == list(table.index)
+    assert list(shown.columns).index("95 % interval") == list(shown.columns).index("mean difference") + 1
+    first = table.iloc[0]
+    assert shown["95 % interval"].iloc[0] == f"[{first['low']:+.1%}, {first['high']:+.1%}]"

@@ -186,9 +186,13 @@ def paired_test(differences: Sequence[float]) -> dict:
 
 
 def style_signal_rule(table: pd.DataFrame):
-    """A `teaching.signal_rule_comparison` table formatted for the page (percentages, p-values)."""
-    percent = {c: "{:+.1%}" for c in ("agent excess", "signal rule excess", "mean difference", "low", "high")}
-    return table.style.format(percent | {"p (t)": "{:.3f}", "p (Holm)": "{:.3f}"})
+    """A `teaching.signal_rule_comparison` table formatted for the page (percentages, p-values), its
+    ``low`` and ``high`` shown as one column, the 95 % interval of the mean difference."""
+    shown = table.drop(columns=["low", "high"])
+    shown.insert(shown.columns.get_loc("mean difference") + 1, "95 % interval",
+                 [f"[{low:+.1%}, {high:+.1%}]" for low, high in zip(table["low"], table["high"])])
+    percent = {c: "{:+.1%}" for c in ("agent excess", "signal rule excess", "mean difference")}
+    return shown.style.format(percent | {"p (t)": "{:.3f}", "p (Holm)": "{:.3f}"})
 
 
 def learn_rebuilt(learn: Mapping, env_config, family: str = "factor", algo: str = "ppo", markets: int = 3) -> dict:
