@@ -663,3 +663,31 @@ def test_the_signal_rule_table_shows_each_interval_as_one_column(learn):
     assert list(shown.columns).index("95 % interval") == list(shown.columns).index("mean difference") + 1
     first = table.iloc[0]
     assert shown["95 % interval"].iloc[0] == f"[{first['low']:+.1%}, {first['high']:+.1%}]"
+
+
+def test_the_pooled_capture_interval_resamples_markets():
+    def case(seed, agent, oracle):
+        return {"seed": seed, "algo": "ppo", "total_steps": 300_000, "curve": {"best": {"300000": {"test_excess": agent}}},
+                "informed_oracle": {"test_excess": oracle}}
+
+    same = learning.pooled_capture_interval([case(s, 0.1, 0.2) for s in range(5)], 300_000)
+    assert same["pooled"] == pytest.approx(0.5) and same["low"] == pytest.approx(0.5) == pytest.approx(same["high"])
+    spread = learning.pooled_capture_interval([case(s, 0.05 * s, 0.2) for s in range(5)], 300_000)
+    assert spread["low"] < spread["pooled"] < spread["high"] and spread["pooled"] == pytest.approx(0.5) and spread["markets"] == 5
+    assert learning.pooled_capture_interval([case(s, 0.05 * s, 0.2) for s in range(5)], 300_000) == spread  # seeded
+    # an oracle that lost on most markets leaves most draws without a capture: no interval
+    lost = learning.pooled_capture_interval([case(s, 0.1, -0.3 if s < 3 else 0.2) for s in range(5)], 300_000)
+    assert lost["low"] is None and lost["high"] is None and lost["pooled"] is None and lost["undefined_share"] > 0.5
+    with pytest.raises(ValueError, match="no ppo runs"):
+        learning.pooled_capture_interval([case(0, 0.1, 0.2)], 600_000)
+
+
+def test_the_pooled_capture_interval_agrees_with_the_records_summary():
+    pathwise = read_records("bench_learn_pathwise.json")[0]
+    unseen = [c for c in pathwise["cases"] if c["stocks"] == 100 and c["seed"] >= 100]
+    interval = learning.pooled_capture_interval(unseen, 300_000)
+    from finrl_tutorial.bench.learn import summarize
+
+    row = next(r for r in summarize(unseen) if r["select"] == "best" and r["env_steps"] == 300_000)
+    assert interval["pooled"] == pytest.approx(row["informed_capture_pooled"])
+    assert interval["low"] < interval["pooled"] < interval["high"]

@@ -30,7 +30,7 @@ __all__ = [
     "realistic_method", "style_realistic", "style_oracles", "budget_table", "budget_reading", "style_budgets",
     "edge_box", "planted_rows", "walkforward_row", "walkforward_seed_differences", "with_seed_spread", "ic_scale", "walkforward_pooled_hold",
     "near_margin", "margin_details", "walkforward_two_level", "with_two_level", "learner_comparison",
-    "style_comparison", "learner_differences", "run_length_differences", "ABLATION_LABELS", "ablation_table", "style_ablation",
+    "style_comparison", "learner_differences", "run_length_differences", "pooled_capture_interval", "ABLATION_LABELS", "ablation_table", "style_ablation",
     # chapter 2
     "live_runs_table", "style_live_runs", "deflation_against_hold", "TRAINER_LABEL", "trainer_base_cost", "plot_cost", "cost_reading",
     "update_cost_table", "timing_table", "cost_method", "kl_tables", "plot_kl", "kl_ratio_table",
@@ -493,6 +493,34 @@ def run_length_differences(cases: Sequence[Mapping], shorter: int, longer: int, 
     rows = [{"ic": key[1], "stocks": key[2], "market": key[3], "shorter": short[key], "longer": long[key],
              "difference": long[key] - short[key]} for key in sorted(long) if key in short]
     return pd.DataFrame(rows, columns=["ic", "stocks", "market", "shorter", "longer", "difference"])
+
+
+def pooled_capture_interval(cases: Sequence[Mapping], steps: int, oracle: str = "informed_oracle", algo: str = "ppo",
+                            level: float = 0.95, resamples: int = 10_000, seed: int = 0) -> dict:
+    """The pooled capture of runs of ``steps`` env-steps (the agents' mean test excess over the mean
+    test excess of ``oracle``, ``informed_oracle`` or ``informed_oracle_train_valid``, as `bench learn`'s
+    summary pools it) with a percentile bootstrap interval over the markets: the markets are drawn with
+    replacement ``resamples`` times and the ratio recomputed. A draw whose oracle gained nothing on
+    average has no capture; if more than half of ``1 − level`` of the draws have none, the interval is
+    undefined (``low`` and ``high`` None). Five markets make a wide interval: it says how far the pooled
+    figure could move with other markets of the same kind, not how far the learner is from the oracle
+    on one."""
+    runs = [c for c in cases if c.get("total_steps") == steps and c["algo"] == algo]
+    agent = np.array([c["curve"]["best"][str(steps)]["test_excess"] for c in runs])
+    truth = np.array([c[oracle]["test_excess"] for c in runs])
+    if not len(runs):
+        raise ValueError(f"no {algo} runs of {steps:,} env-steps among the cases")
+    draws = np.random.default_rng(seed).integers(0, len(runs), size=(resamples, len(runs)))
+    numerator, denominator = agent[draws].mean(axis=1), truth[draws].mean(axis=1)
+    defined = denominator > 1e-9
+    tail = (1 - level) / 2
+    pooled = float(agent.mean() / truth.mean()) if truth.mean() > 1e-9 else None
+    if (~defined).mean() > tail:
+        return {"pooled": pooled, "low": None, "high": None, "markets": len(runs), "undefined_share": float((~defined).mean())}
+    ratios = np.where(defined, numerator / np.where(defined, denominator, 1.0), np.inf)  # no capture: off the top
+    low, high = np.quantile(ratios, [tail, 1 - tail])
+    return {"pooled": pooled, "low": float(low), "high": float(high) if np.isfinite(high) else None,
+            "markets": len(runs), "undefined_share": float((~defined).mean())}
 
 
 def _cell_columns(row: Mapping) -> dict:
