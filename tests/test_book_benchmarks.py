@@ -536,3 +536,13 @@ def test_the_box_says_why_fast_modes_seeds_do_not_spread(full_run):
         "within 0.01 of the untrained agent's 2.36")
     full = f"{full_run['agent']['sharpe_ratio']:.2f} ± {full_run['agent_std']['sharpe_ratio']:.2f}"
     assert benchmarks.seed_spread(full_run, fast=True) == full  # a spread that does not round to 0 needs no note
+
+
+def test_record_learner_reads_the_plain_learner_set_on_a_later_package():
+    from finrl_tutorial.book import benchmarks as book_benchmarks
+
+    assert book_benchmarks.record_learner("bench_learn_plain_unseen100.json").startswith("plain")
+    assert book_benchmarks.record_learner("bench_learn.json") == "plain"  # by its date
+    assert book_benchmarks.record_learner("bench_learn_confirm100.json") == "default"
+    # one change off per group is not the plain learner: the fields it changed are named
+    assert book_benchmarks.record_learner("bench_learn_ablation.json").startswith("default, with ")

@@ -101,16 +101,23 @@ def sources_table(names: Mapping[str, str] = CHAPTER_RECORDS) -> pd.DataFrame:
 NO_LEARNER = {"bench_env.jsonl": "none (the env alone)", "anchors_elegantrl_h200.jsonl": "none (ElegantRL's, on a GPU)"}
 
 
+PLAIN_BY_SET = {"gae_lambda": 0.95, "market_baseline": False, "pathwise": False}
+"""The plain learner's fields, as `bench learn --set` gives them to a later package's default learner."""
+
+
 def record_learner(name: str) -> str:
     """Which learner the committed record ``name`` ran: ``plain`` or ``default`` (glossary: plain and
     default learner), from the PPO config it stores where it stores one (both baselines off: plain; on:
     default), else from its last date (`teaching.ran_plain_learner`); `NO_LEARNER`'s records run none. A
-    ``bench learn`` record whose cases ran with ``--set`` overrides says which fields they changed."""
+    ``bench learn`` record whose cases all set the plain learner's fields (`PLAIN_BY_SET`) ran the plain
+    learner; one whose cases ran other ``--set`` overrides says which fields they changed."""
     if name in NO_LEARNER:
         return NO_LEARNER[name]
     records = read_records(name)
-    changed = sorted({key for record in records for case in record.get("cases", [])
-                      for key in case.get("config", {}) if key != "algo"})
+    configs = [case.get("config", {}) for record in records for case in record.get("cases", [])]
+    if configs and all(all(config.get(key) == value for key, value in PLAIN_BY_SET.items()) for config in configs):
+        return "plain (set with --set on a later package)"
+    changed = sorted({key for config in configs for key in config if key != "algo"})
     if not any({"pathwise", "market_baseline"} & set(record.get("config") or {}) for record in records):
         records = [{"date": _date(records).split(" .. ")[-1]}]  # by its last date (rows may carry none)
     plain = [ran_plain_learner(record) for record in records]
