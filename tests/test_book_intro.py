@@ -71,7 +71,7 @@ def test_the_vecenv_row_reads_the_quiet_and_loaded_records(quiet):
     costs = batched.call_costs(quiet)
     vmap_fixed = costs.loc["vmap env", "c ÷ batched env's"]
     said = (f"the batched env ran {committed['two accounts']['speed-up']:.1f}× the subprocess",
-            f"made {committed['two processes']['speed-up']:.2f}× one process",
+            f"made {committed['two processes']['speed-up']:.2f}× the env-steps/s of one process",
             f"at {vmap_fixed:.2f}× the batched env's fixed cost")
     assert all(part in row for part in said), said
 
