@@ -23,7 +23,8 @@ from .report import code_spans, peer_summary, provenance, rollout_share_table
 from .scale import (SCALE_RECORD, SPEED_TIE_MARGIN, TrainerModel, clamped_terms, fit_cost_model, holm_speed_tests,
                     measured_points, peer_comparisons, phase_table, plot_projection, project, round_ratios)
 from .demo import MAIN_JOB_RECORD
-from .teaching import listed, ran_plain_learner, reader_command
+from ..bench.common import parse_overrides
+from .teaching import PLAIN_LEARNER_SET, listed, ran_plain_learner, reader_command
 
 #: The records chapter 8 reads, with the section that reads each.
 CHAPTER_RECORDS = {"bench_env.jsonl": "8.2 env throughput", "bench_train.jsonl": "8.3 training loop",
@@ -101,8 +102,9 @@ def sources_table(names: Mapping[str, str] = CHAPTER_RECORDS) -> pd.DataFrame:
 NO_LEARNER = {"bench_env.jsonl": "none (the env alone)", "anchors_elegantrl_h200.jsonl": "none (ElegantRL's, on a GPU)"}
 
 
-PLAIN_BY_SET = {"gae_lambda": 0.95, "market_baseline": False, "pathwise": False}
-"""The plain learner's fields, as `bench learn --set` gives them to a later package's default learner."""
+PLAIN_BY_SET = parse_overrides(list(PLAIN_LEARNER_SET[1:]))
+"""The plain learner's fields, as `bench learn --set` gives them to a later package's default learner
+(`teaching.PLAIN_LEARNER_SET`, parsed as `--set` parses it)."""
 
 
 def record_learner(name: str) -> str:

@@ -479,17 +479,20 @@ def _market(case: Mapping) -> tuple:
     return case["family"], case["ic"], case.get("stocks", 10), case["seed"]
 
 
+def _test_excess(cases: Sequence[Mapping], steps: int, algo: str, planted_only: bool = False) -> dict:
+    """``_market`` → ``algo``'s test excess over buy-and-hold at the end of its runs of ``steps`` env-steps
+    (checkpoint chosen on validation) among ``cases``; ``planted_only`` leaves the control family out."""
+    return {_market(c): c["curve"]["best"][str(steps)]["test_excess"] for c in cases
+            if c.get("total_steps") == steps and c["algo"] == algo and not (planted_only and c["family"] == "none")}
+
+
 def run_length_differences(cases: Sequence[Mapping], shorter: int, longer: int, algo: str = "ppo") -> pd.DataFrame:
     """Market by market, two run lengths of one learner on the same markets: ``algo``'s test excess over
     buy-and-hold at the end of runs of ``shorter`` and of ``longer`` env-steps (checkpoints chosen on
     validation; each run length is a learner of its own, since the learning rate falls to 0 over the
     run) and the difference ``longer − shorter``. ``cases``: ``bench learn`` cases, from one record or
     several; markets with only one of the two lengths are left out."""
-    def excess(steps):
-        return {_market(c): c["curve"]["best"][str(steps)]["test_excess"]
-                for c in cases if c.get("total_steps") == steps and c["algo"] == algo}
-
-    short, long = excess(shorter), excess(longer)
+    short, long = _test_excess(cases, shorter, algo), _test_excess(cases, longer, algo)
     rows = [{"ic": key[1], "stocks": key[2], "market": key[3], "shorter": short[key], "longer": long[key],
              "difference": long[key] - short[key]} for key in sorted(long) if key in short]
     return pd.DataFrame(rows, columns=["ic", "stocks", "market", "shorter", "longer", "difference"])
@@ -506,21 +509,21 @@ def pooled_capture_interval(cases: Sequence[Mapping], steps: int, oracle: str = 
     figure could move with other markets of the same kind, not how far the learner is from the oracle
     on one."""
     runs = [c for c in cases if c.get("total_steps") == steps and c["algo"] == algo]
+    if not runs:
+        raise ValueError(f"no {algo} runs of {steps:,} env-steps among the cases")
     agent = np.array([c["curve"]["best"][str(steps)]["test_excess"] for c in runs])
     truth = np.array([c[oracle]["test_excess"] for c in runs])
-    if not len(runs):
-        raise ValueError(f"no {algo} runs of {steps:,} env-steps among the cases")
     draws = np.random.default_rng(seed).integers(0, len(runs), size=(resamples, len(runs)))
     numerator, denominator = agent[draws].mean(axis=1), truth[draws].mean(axis=1)
     defined = denominator > 1e-9
     tail = (1 - level) / 2
-    pooled = float(agent.mean() / truth.mean()) if truth.mean() > 1e-9 else None
-    if (~defined).mean() > tail:
-        return {"pooled": pooled, "low": None, "high": None, "markets": len(runs), "undefined_share": float((~defined).mean())}
+    reading = {"pooled": float(agent.mean() / truth.mean()) if truth.mean() > 1e-9 else None, "low": None,
+               "high": None, "markets": len(runs), "undefined_share": float((~defined).mean())}
+    if reading["undefined_share"] > tail:
+        return reading
     ratios = np.where(defined, numerator / np.where(defined, denominator, 1.0), np.inf)  # no capture: off the top
     low, high = np.quantile(ratios, [tail, 1 - tail])
-    return {"pooled": pooled, "low": float(low), "high": float(high) if np.isfinite(high) else None,
-            "markets": len(runs), "undefined_share": float((~defined).mean())}
+    return reading | {"low": float(low), "high": float(high) if np.isfinite(high) else None}
 
 
 def _cell_columns(row: Mapping) -> dict:
@@ -562,11 +565,7 @@ def learner_differences(before: Mapping, today: Mapping, budget: int = 300_000, 
     market), ``algo``'s test excess over buy-and-hold in ``today``'s record (the default learner)
     beside ``before``'s (the plain learner) and the difference ``default − plain``, at the end of
     runs of ``budget`` env-steps (chosen on validation). The control family ``none`` is left out."""
-    def excess(record):
-        return {_market(c): c["curve"]["best"][str(budget)]["test_excess"]
-                for c in record["cases"] if c.get("total_steps") == budget and c["algo"] == algo and c["family"] != "none"}
-
-    old, new = excess(before), excess(today)
+    old, new = (_test_excess(record["cases"], budget, algo, planted_only=True) for record in (before, today))
     rows = [{"family": key[0], "ic": key[1], "stocks": key[2], "market": key[3], "plain": old[key], "default": new[key],
              "difference": new[key] - old[key]} for key in sorted(new) if key in old]
     return pd.DataFrame(rows, columns=["family", "ic", "stocks", "market", "plain", "default", "difference"])
