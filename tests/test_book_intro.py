@@ -122,6 +122,12 @@ def test_the_learning_rows_read_the_pathwise_records():
             "expected returns)")
     assert unseen["beats buy-and-hold"] == "5 of 5"
     assert all(part in demo for part in said), said
+    # default minus plain on the same five unseen markets (chapter 1.12)
+    plain_unseen = read_records("bench_learn_plain_unseen100.json")[0]
+    gain = learning.paired_test(learning.learner_differences(plain_unseen, pathwise)["difference"])
+    assert (f"it earned {100 * gain['mean']:+.1f} % more test excess than the older [plain learner]"
+            f"(glossary.md#plain-and-default-learner) [{100 * gain['low']:+.1f}, {100 * gain['high']:+.1f}]") in demo
+    assert gain["positive"] == gain["n"] == 5
     assert "(on a one-day problem 0.11 of the score function's variance" in ppo  # chapter 3.0 checks the 0.11 live
 
 

@@ -7,7 +7,7 @@ captions and figures: `report` (chapters 4-8: env throughput, the loop's cost, G
 peers, the committed full-size run), `scale` (chapters 4, 5, 8: speed-ups, the cost model),
 `sweep` (chapters 2 and 7) and `teaching` (chapters 1-3: the yardsticks, like-with-like
 comparisons, a record's command as a reader runs it). On top of these, one module per chapter holds
-what that chapter shows, so its visible cells stay short: `demo` (chapter 1), `learning` (1.9-1.11,
+what that chapter shows, so its visible cells stay short: `demo` (chapter 1), `learning` (1.9-1.12,
 2 and 7), `teaching_ppo` (3), `workers` (4), `learners` (5), `batched` (6) and `benchmarks` (8);
 `folded` is the closed "How this was measured" block they share; `synthetic` holds the reference page
 "The synthetic markets" (the generator's numbers and what a planted edge is worth). The committed records under the
