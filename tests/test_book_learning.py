@@ -617,6 +617,26 @@ def test_the_ablation_table_pairs_each_ablated_learner_with_the_default_on_its_m
     assert "—" not in learning.style_ablation(table).to_html()
 
 
+def test_the_ablation_table_tests_each_change_and_corrects_for_the_rows(realistic):
+    cells = [c for c in realistic["cases"] if c["ic"] == 0.05 and c["stocks"] == 100 and c["total_steps"] == 300_000]
+    ablated = []
+    for field, value, shifts in (("pathwise", False, (0.10, 0.12, 0.08, 0.11, 0.09)), ("gae_lambda", 0.95, (0.02, -0.03, 0.01, -0.02, 0.01))):
+        for case, shift in zip(cells, shifts):
+            curve = {select: {budget: {**point, "test_excess": point["test_excess"] - shift}
+                              for budget, point in points.items()} for select, points in case["curve"].items()}
+            ablated.append({**case, "config": {"algo": "ppo", field: value}, "curve": curve})
+    table = learning.ablation_table(realistic, {"cases": ablated})
+    clear, unclear = (table.loc[learning.ABLATION_LABELS[k]] for k in ("pathwise", "gae_lambda"))
+    expected = [learning.paired_test(list(s))["p (t)"] for s in ((0.10, 0.12, 0.08, 0.11, 0.09), (0.02, -0.03, 0.01, -0.02, 0.01))]
+    assert [clear["p (t)"], unclear["p (t)"]] == pytest.approx(expected)
+    assert clear["p (t)"] < 0.001 and unclear["p (t)"] > 0.5
+    # Holm over the two ablated rows: the smaller p doubled, the larger kept (never below the smaller's)
+    assert clear["p (Holm)"] == pytest.approx(2 * clear["p (t)"]) and unclear["p (Holm)"] == pytest.approx(unclear["p (t)"])
+    assert pd.isna(table.loc["default learner", "p (Holm)"])
+    html = learning.style_ablation(table).to_html()
+    assert "95 % interval" in html and f"[{clear['low']:+.1%}, {clear['high']:+.1%}]" in html
+
+
 # --------------------------------------------------------------------------- which learner a record ran
 
 

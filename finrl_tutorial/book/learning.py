@@ -583,8 +583,9 @@ def ablation_table(default: Mapping, ablation: Mapping, budget: int = 300_000) -
     chosen on validation. One row per learner: the markets, the mean test excess over buy-and-hold,
     the informed oracle's pooled capture (chosen on validation, and on four years), the markets
     beaten by the interval; and, for each ablated learner, the default's test excess minus its own,
-    market by market: the mean with its t-interval (`teaching.t_interval`) and how many markets the
-    default was ahead on."""
+    market by market: the mean with its t-interval, how many markets the default was ahead on, the
+    paired t-test's p-value (`paired_test`) and that p-value after Holm's correction over the table's
+    ablated rows (`teaching.holm`)."""
     from ..bench.learn import summarize
 
     def excess(case):
@@ -607,18 +608,27 @@ def ablation_table(default: Mapping, ablation: Mapping, budget: int = 300_000) -
         entry = {"learner": label, "markets": ", ".join(map(str, seeds))} | _cell_columns(row)
         if label != "default learner":
             differences = [excess(baseline[_market(c)]) - excess(c) for c in group if _market(c) in baseline]
-            test = teaching.t_interval(differences)
+            test = paired_test(differences) if len(differences) > 1 else teaching.t_interval(differences)
             entry |= {"default − this (mean)": test["mean"], "low": test["low"], "high": test["high"],
-                      "default ahead on": f"{sum(d > 0 for d in differences)} of {len(differences)}"}
+                      "default ahead on": f"{sum(d > 0 for d in differences)} of {len(differences)}",
+                      "p (t)": test.get("p (t)", math.nan)}
         rows.append(entry)
-    return pd.DataFrame(rows).set_index("learner")
+    table = pd.DataFrame(rows).set_index("learner")
+    ablated = table["p (t)"].dropna()
+    table["p (Holm)"] = teaching.holm(ablated) if len(ablated) else math.nan
+    return table
 
 
 def style_ablation(table: pd.DataFrame):
-    """`ablation_table` for the page: excess and differences in percent, captures to two decimals."""
-    percent = {c: "{:+.1%}" for c in ("agent excess (mean)", "default − this (mean)", "low", "high")}
-    return table.style.format(percent | {"informed oracle captured (pooled)": "{:.2f}",
-                                         "chosen on 4 years: captured (pooled)": "{:.2f}"}, na_rep="")
+    """`ablation_table` for the page: excess and differences in percent, the difference's 95 %
+    t-interval as one column, captures to two decimals, p-values to three."""
+    shown = table.drop(columns=["low", "high"])
+    shown.insert(shown.columns.get_loc("default − this (mean)") + 1, "95 % interval",
+                 ["" if pd.isna(low) else f"[{low:+.1%}, {high:+.1%}]" for low, high in zip(table["low"], table["high"])])
+    percent = {c: "{:+.1%}" for c in ("agent excess (mean)", "default − this (mean)")}
+    return shown.style.format(percent | {"informed oracle captured (pooled)": "{:.2f}",
+                                         "chosen on 4 years: captured (pooled)": "{:.2f}",
+                                         "p (t)": "{:.3f}", "p (Holm)": "{:.3f}"}, na_rep="")
 
 
 def style_comparison(table: pd.DataFrame):
