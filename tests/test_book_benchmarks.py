@@ -361,6 +361,7 @@ def test_scale_note_holds_the_rounds_and_the_loads(speed, quiet):
     assert f"Load average {speed['load min'].min():.1f}–{speed['load max'].max():.1f} on 2 cores" in note
     assert f"{int(speed['repeats'].max())} interleaved rounds" in note and "/tmp" not in note
     assert f"over the {int(speed['repeats'].max())} rounds of all {len(speed)} configurations of the table" in note
+    assert speed["load max"].max() < quiet[0]["cpu_count"] and "below the number of cores" in note  # what the note claims
 
 
 def test_the_cost_model_figure_stops_at_eight_processes(speed, quiet):

@@ -499,6 +499,9 @@ def test_the_cost_block_names_no_platform_string():
     row = next(r for r in quiet if r["layout"] == "trainer" and r["num_envs"] == 64)
     assert platform.platform() not in method and row["platform"] not in method
     assert f"torch {row['torch']}" in method and "load average 0.5 before the rounds" in method
+    # the record's seconds against this run's: a gap inside 5 % is not called slower or faster
+    assert "The record's absolute times are within 5 % of this run's" in learning._absolute_times(2.22, 2.21)
+    assert "9 % slower than this run's" in learning._absolute_times(2.4, 2.2) and "faster" in learning._absolute_times(2.0, 2.2)
 
 
 # --------------------------------------------------------------------------- chapter 7: your own data

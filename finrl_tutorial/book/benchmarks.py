@@ -217,8 +217,8 @@ def env_note(env_records: Sequence[dict], scale_records: Sequence[dict]) -> Meth
     return how_measured([
         f"`bench_env.jsonl`, {_date(env_records)}: random actions, each size timed for a few seconds "
         f"on {first['cpu_count']} CPU cores with {first['threads']} torch thread; no load average recorded.",
-        f"The 2-account ratio comes from `{SCALE_RECORD}` ({_date(scale_records)}), measured on a quiet "
-        "machine in another run (8.4): compare a ratio only with one at the same accounts from the same run.",
+        f"The 2-account ratio comes from `{SCALE_RECORD}` ({_date(scale_records)}), measured in another "
+        "run (8.4), with the load below the core count: compare a ratio only with one at the same accounts from the same run.",
         "Chapter 6 measures the same pair live while the book builds, so its ratio carries that day's load.",
     ])
 
@@ -478,7 +478,8 @@ def scale_note(scale: pd.DataFrame, scale_records: Sequence[dict]) -> MethodNote
         "baseline, and the verdict reads those ratios.",
         f"Load average {scale['load min'].min():.1f}–{scale['load max'].max():.1f} on {first['cpu_count']} cores "
         f"(its own processes included), over the {int(scale['repeats'].max())} rounds of all {len(scale)} "
-        "configurations of the table: a quiet machine.",
+        "configurations of the table: below the number of cores. A configuration's rounds still spread (8.3), "
+        "which is why the verdicts read ratios within a round.",
         "The same command under heavy load is kept as `bench_scale.jsonl`, to show what load does; chapter 4.5 "
         "reads it.",
         f"Command: `{reader_command(first['command'])}`.",

@@ -1014,12 +1014,22 @@ def cost_method(load_before: float, load_after: float, trainer_records: Sequence
         f"This machine: {_count(here['cores'], 'core')}, torch {here['torch']}; load average "
         f"{load_before:.1f} before the rounds, {load_after:.1f} after. The trainer record ({record_name}): "
         f"{_count(there['cores'], 'core')}, torch {there['torch']}; load average {row['loadavg'][0]:.1f} "
-        f"when its trainer rounds ended ({row['date'][:16].replace('T', ' ')} UTC): it ran beside other processes.",
+        f"when its trainer rounds ended ({row['date'][:16].replace('T', ' ')} UTC).",
         f"The base per 10,000 samples: {per_10k.loc['base'].sum():.2f} s here, {trainer_base.sum():.2f} s in the record"
         + (" (the same cores, operating system and torch; the record does not name its processor)." if same else
            " (another machine: the seconds can differ by hardware as well as by load).")
-        + f" The record's absolute times are {'slower' if trainer_base.sum() > per_10k.loc['base'].sum() else 'faster'} "
-        "than this run's, so only the ratios within it (how its bar splits between rollout and update) are read.")
+        + " " + _absolute_times(trainer_base.sum(), per_10k.loc["base"].sum()))
+
+
+def _absolute_times(record_seconds: float, here_seconds: float, close: float = 0.05) -> str:
+    """How the record's seconds per 10,000 samples stand to this run's, in words: within ``close``
+    (relative) they are called about the same, since load alone moves them that far; either way only
+    the record's ratios are read."""
+    gap = record_seconds / here_seconds - 1
+    where = (f"within {100 * close:g} % of this run's" if abs(gap) <= close
+             else f"{100 * abs(gap):.0f} % {'slower' if gap > 0 else 'faster'} than this run's")
+    return (f"The record's absolute times are {where}; load moves them between runs, so only the ratios within the "
+            "record (how its bar splits between rollout and update) are read.")
 
 
 
