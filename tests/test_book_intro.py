@@ -21,7 +21,7 @@ def _row(chapter: str) -> str:
 def test_the_intro_has_a_table_of_what_each_chapter_teaches_and_one_of_what_its_records_found():
     teaches = INTRO[INTRO.index("## What you will learn"):INTRO.index("## What the records found")]
     found = INTRO[INTRO.index("## What the records found"):]
-    for chapter in ("01_ashare_demo", "01_finding_an_edge", "02_hyperparameters", "03_single_file_ppo", "04_workers",
+    for chapter in ("01_ashare_demo", "01_finding_an_edge", "01_what_the_changes_are_worth", "02_hyperparameters", "03_single_file_ppo", "04_workers",
                     "05_learners", "06_vecenv_vs_vmap", "07_your_own_data", "08_benchmarks"):
         row = next(line for line in teaches.splitlines() if line.startswith(f"| {{doc}}`{chapter}`"))
         assert len(row) < 600, chapter  # a few lines a reader takes in at a glance; the numbers are in the second table
@@ -125,9 +125,14 @@ def test_the_learning_rows_read_the_pathwise_records():
     # default minus plain on the same five unseen markets (chapter 1.12)
     plain_unseen = read_records("bench_learn_plain_unseen100.json")[0]
     gain = learning.paired_test(learning.learner_differences(plain_unseen, pathwise)["difference"])
-    assert (f"it earned {100 * gain['mean']:+.1f} % more test excess than the older [plain learner]"
-            f"(glossary.md#plain-and-default-learner) [{100 * gain['low']:+.1f}, {100 * gain['high']:+.1f}]") in demo
+    changes = _row("01_what_the_changes_are_worth")
+    assert (f"the default learner earned {100 * gain['mean']:+.1f} % more test excess than the older [plain learner]"
+            f"(glossary.md#plain-and-default-learner) [{100 * gain['low']:+.1f}, {100 * gain['high']:+.1f}], "
+            f"ahead on all {gain['n']}") in changes
     assert gain["positive"] == gain["n"] == 5
+    ablation = learning.ablation_table(pathwise, read_records("bench_learn_ablation.json")[0])
+    assert ablation["default − this (mean)"].idxmax() == learning.ABLATION_LABELS["gae_lambda"]  # "GAE's λ the most"
+    assert (ablation["default ahead on"].dropna() == "3 of 3").all() and (ablation["p (Holm)"].dropna() > 0.05).all()
     assert "(on a one-day problem 0.11 of the score function's variance" in ppo  # chapter 3.0 checks the 0.11 live
 
 

@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
-import pandas as pd
-import pytest
+import matplotlib
 
-from finrl_tutorial.agents import PPOConfig
-from finrl_tutorial.bench.sweep import verdict
-from finrl_tutorial.book import learning, read_records, teaching
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from finrl_tutorial.agents import PPOConfig  # noqa: E402
+from finrl_tutorial.bench.sweep import verdict  # noqa: E402
+from finrl_tutorial.book import learning, read_records, teaching  # noqa: E402
 
 DEFAULT = PPOConfig().total_steps
 
@@ -714,3 +719,52 @@ def test_the_pooled_capture_interval_agrees_with_the_records_summary():
     row = next(r for r in summarize(unseen) if r["select"] == "best" and r["env_steps"] == 300_000)
     assert interval["pooled"] == pytest.approx(row["informed_capture_pooled"])
     assert interval["low"] < interval["pooled"] < interval["high"]
+
+
+# --------------------------------------------------------------------------- chapter 1, third page: the changes
+
+def test_ablation_tests_read_each_change_as_the_table_does(realistic):
+    pathwise, ablation = read_records("bench_learn_pathwise.json")[0], read_records("bench_learn_ablation.json")[0]
+    tests = learning.ablation_tests(pathwise, ablation)
+    table = learning.ablation_table(pathwise, ablation)
+    assert set(tests) == set(table.index) - {"default learner"}
+    for label, test in tests.items():
+        assert test["mean"] == pytest.approx(table.loc[label, "default − this (mean)"])
+        assert test["p (t)"] == pytest.approx(table.loc[label, "p (t)"]) and test["n"] == 3
+
+
+def test_difference_rows_and_the_changes_box_name_every_comparison():
+    tests = {"a": {"mean": 0.1, "low": 0.05, "high": 0.15, "n": 5, "positive": 5, "p (t)": 0.0004},
+             "b": {"mean": 0.01, "low": -0.02, "high": 0.04, "n": 3, "positive": 2, "p (t)": 0.41}}
+    rows = learning.difference_rows(tests)
+    assert rows["a"] == "+10.0% [+5.0%, +15.0%] (5 markets, ahead on 5, p (t) < 0.001)"
+    assert rows["b"].endswith("(3 markets, ahead on 2, p (t) = 0.410)")
+    box = str(learning.changes_box(pd.Series({10: 0.23, 100: 0.06}), tests, {"plain row": "x"}))
+    assert "23% of 10, 6% of 100" in box and "plain row" in box and "+10.0% [+5.0%, +15.0%]" in box
+
+
+def test_plot_differences_marks_only_intervals_that_exclude_zero():
+    tests = {"clear": {"mean": 0.1, "low": 0.05, "high": 0.15, "n": 5, "positive": 5},
+             "around zero": {"mean": 0.01, "low": -0.02, "high": 0.04, "n": 3, "positive": 2}}
+    fig, ax = plt.subplots()
+    learning.plot_differences(tests, ax)
+    labels = [tick.get_text() for tick in ax.get_yticklabels()]
+    ticks = dict(zip(labels, ax.get_yticks()))
+    assert ticks == {"clear\n(5 markets, ahead on 5)": 1, "around zero\n(3 markets, ahead on 2)": 0}  # first on top
+    colours = {tuple(line.get_color()) if not isinstance(line.get_color(), str) else line.get_color()
+               for line in ax.get_lines() if line.get_marker() == "o"}
+    assert colours == {"tab:blue", "tab:grey"}
+    plt.close(fig)
+
+
+def test_the_edge_box_names_its_planted_learner_and_can_leave_the_realistic_row_out(learn):
+    planted = learning.planted_summary(learn, DEFAULT)
+    planted = planted[planted["family"] != "none"]
+    ppo_vs_a2c = learning.paired_test(learning.paired_excess(learn, "ppo", "a2c", DEFAULT)["difference"])
+    versus_rule = teaching.signal_rule_comparison(learn, run_steps=DEFAULT)
+    box = str(learning.edge_box(1_000, 0.5, {"difference": 0.1, "low": 0.05, "high": 0.2, "verdict": "beats"}, 0.4,
+                                planted, ppo_vs_a2c, versus_rule, {}, {}, [], 0.25, None, None,
+                                planted_label="some learner (x.json)"))
+    assert "planted edges, PPO and A2C, some learner (x.json)" in box and "realistic strength" not in box
+    called = int((versus_rule.drop(index="all families", level="family")["verdict"] != "inconclusive").sum())
+    assert ("no single family does after Holm" in box) == (called == 0)

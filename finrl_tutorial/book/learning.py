@@ -31,6 +31,8 @@ __all__ = [
     "edge_box", "planted_rows", "walkforward_row", "walkforward_seed_differences", "with_seed_spread", "ic_scale", "walkforward_pooled_hold",
     "near_margin", "margin_details", "walkforward_two_level", "with_two_level", "learner_comparison",
     "style_comparison", "learner_differences", "run_length_differences", "pooled_capture_interval", "ABLATION_LABELS", "ablation_table", "style_ablation",
+    # chapter 1, third page
+    "difference_rows", "changes_box", "plot_differences", "ablation_tests", "WF_VERDICT_COLUMNS",
     # chapter 2
     "live_runs_table", "style_live_runs", "deflation_against_hold", "TRAINER_LABEL", "trainer_base_cost", "plot_cost", "cost_reading",
     "update_cost_table", "timing_table", "cost_method", "kl_tables", "plot_kl", "kl_ratio_table",
@@ -576,18 +578,11 @@ ABLATION_LABELS = {"market_baseline": "without the market baseline", "pathwise":
 """What each ``--set`` override of an ablation run takes away from the default learner, by config field."""
 
 
-def ablation_table(default: Mapping, ablation: Mapping, budget: int = 300_000) -> pd.DataFrame:
-    """The default learner beside runs that each take one of its changes away (``ablation``: a
-    ``bench learn`` record of runs with ``--set`` overrides), on the markets the ablation ran (same
-    ic, stocks and seed: the same market) at the end of runs of ``budget`` env-steps, checkpoint
-    chosen on validation. One row per learner: the markets, the mean test excess over buy-and-hold,
-    the informed oracle's pooled capture (chosen on validation, and on four years), the markets
-    beaten by the interval; and, for each ablated learner, the default's test excess minus its own,
-    market by market: the mean with its t-interval, how many markets the default was ahead on, the
-    paired t-test's p-value (`paired_test`) and that p-value after Holm's correction over the table's
-    ablated rows (`teaching.holm`)."""
-    from ..bench.learn import summarize
-
+def _ablation_groups(default: Mapping, ablation: Mapping, budget: int) -> tuple[dict, dict]:
+    """The cases of ``ablation`` grouped by what they take away (`ABLATION_LABELS`), after the default
+    learner's cases on the same markets (``"default learner"``), and for each ablated group the
+    default's test excess minus its own, market by market (runs of ``budget`` env-steps, chosen on
+    validation)."""
     def excess(case):
         return case["curve"]["best"][str(budget)]["test_excess"]
 
@@ -601,13 +596,37 @@ def ablation_table(default: Mapping, ablation: Mapping, budget: int = 300_000) -
         changed = {key: value for key, value in case.get("config", {}).items() if key != "algo"}
         label = "; ".join(ABLATION_LABELS.get(key, f"{key}={value}") for key, value in changed.items())
         groups.setdefault(label, []).append(case)
+    differences = {label: [excess(baseline[_market(c)]) - excess(c) for c in group if _market(c) in baseline]
+                   for label, group in groups.items() if label != "default learner"}
+    return groups, differences
+
+
+def ablation_tests(default: Mapping, ablation: Mapping, budget: int = 300_000) -> dict[str, dict]:
+    """For each learner of ``ablation`` that takes a change away, the default learner's test excess
+    minus its own on the same markets, as `paired_test` reads it: ``{label: test}``."""
+    return {label: paired_test(values) for label, values in _ablation_groups(default, ablation, budget)[1].items()}
+
+
+def ablation_table(default: Mapping, ablation: Mapping, budget: int = 300_000) -> pd.DataFrame:
+    """The default learner beside runs that each take one of its changes away (``ablation``: a
+    ``bench learn`` record of runs with ``--set`` overrides), on the markets the ablation ran (same
+    ic, stocks and seed: the same market) at the end of runs of ``budget`` env-steps, checkpoint
+    chosen on validation. One row per learner: the markets, the mean test excess over buy-and-hold,
+    the informed oracle's pooled capture (chosen on validation, and on four years), the markets
+    beaten by the interval; and, for each ablated learner, the default's test excess minus its own,
+    market by market: the mean with its t-interval, how many markets the default was ahead on, the
+    paired t-test's p-value (`paired_test`) and that p-value after Holm's correction over the table's
+    ablated rows (`teaching.holm`)."""
+    from ..bench.learn import summarize
+
+    groups, by_label = _ablation_groups(default, ablation, budget)
     rows = []
     for label, group in groups.items():
         row = next(r for r in summarize(group) if r["select"] == "best" and r["env_steps"] == budget)
         seeds = sorted(c["seed"] for c in group)
         entry = {"learner": label, "markets": ", ".join(map(str, seeds))} | _cell_columns(row)
         if label != "default learner":
-            differences = [excess(baseline[_market(c)]) - excess(c) for c in group if _market(c) in baseline]
+            differences = by_label[label]
             test = paired_test(differences) if len(differences) > 1 else teaching.t_interval(differences)
             entry |= {"default − this (mean)": test["mean"], "low": test["low"], "high": test["high"],
                       "default ahead on": f"{sum(d > 0 for d in differences)} of {len(differences)}",
@@ -796,7 +815,8 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
              near: Sequence[Mapping], margin: float, cells: pd.DataFrame, per_market: pd.DataFrame,
              seeds_below: tuple[int, int] | None = None, two_level: Mapping | None = None,
              default_learner: Mapping[str, str] | None = None,
-             walk_learner: str = "plain learner (bench_walkforward.json)"):
+             walk_learner: str = "plain learner (bench_walkforward.json)",
+             planted_label: str = "plain learner (bench_learn.json)"):
     """The box at the end of chapter 1's second page: this run's planted edge and buy-and-hold on
     1.8's test split; the committed planted edges (`planted_summary`), PPO against A2C (`paired_test`
     of `paired_excess`), the agent against the signal rule over all families (the learners that beat
@@ -806,15 +826,24 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
     (`walkforward_two_level`), the same intervals with the seeds resampled too), and the pooled
     capture of the informed oracle at realistic strength with the markets the agent was ahead on; with
     ``default_learner`` (`default_learner_rows`), the default learner's records after them.
-    ``walk_learner`` names the learner and record of the walk-forward rows. Returns a `MeasuredBox`."""
+    ``walk_learner`` and ``planted_label`` name the learner and record of the walk-forward and the
+    planted-edge rows; with no realistic ``cells`` (None or empty) their row is left out. Returns a
+    `MeasuredBox`."""
     fragile = {n["name"] for n in near if n["turns"]}
     pooled_rule = versus_rule.xs("all families", level="family")
     beats = [learner.upper() for learner, row in pooled_rule.iterrows() if row["verdict"] == "beats"]
+
+    families = versus_rule.drop(index="all families", level="family")
+    called = int((families["verdict"] != "inconclusive").sum())
 
     def ahead(ic, stocks):
         rows = per_market.loc[(ic, stocks)]
         return int((rows["agent test excess"] > rows["informed test excess"]).sum())
 
+    realistic = {} if cells is None or not len(cells) else {
+        "realistic strength, informed-oracle capture, pooled, no interval, plain learner (bench_learn_realistic.json)": "; ".join(
+            f"IC {ic:g} × {stocks}: {row['informed oracle captured (pooled)']:.2f}, the agent ahead of the oracle "
+            f"on {ahead(ic, stocks)} of {row['markets']} markets" for (ic, stocks, _), row in cells.iterrows())}
     return _measured_box(
         this_run={
             f"planted edge (IC 0.10, one market), {syn_steps:,} env-steps: signal-rule capture":
@@ -822,20 +851,19 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
             "equal-weight buy-and-hold, 1.8's test split, full costs, dividends only where the prices reveal them (1.4)": f"{split_hold:+.1%}",
         },
         committed={
-            **planted_rows("plain learner (bench_learn.json)", planted, ppo_vs_a2c, versus_rule),
+            **planted_rows(planted_label, planted, ppo_vs_a2c, versus_rule),
             **walkforward_row(f"walk-forward, agent vs buy-and-hold, {walk_learner}", wf_intervals, wf_verdicts,
                               fragile, margin, seeds_below),
             **({f"walk-forward, {walk_learner}, seeds and days resampled (from the record's daily curves)": ", ".join(
                 f"{year} {_interval_verdict(ci, margin)}" for year, ci in two_level.items())} if two_level else {}),
-            "realistic strength, informed-oracle capture, pooled, no interval, plain learner (bench_learn_realistic.json)": "; ".join(
-                f"IC {ic:g} × {stocks}: {row['informed oracle captured (pooled)']:.2f}, the agent ahead of the oracle "
-                f"on {ahead(ic, stocks)} of {row['markets']} markets" for (ic, stocks, _), row in cells.iterrows()),
+            **realistic,
             **(default_learner or {}),
         },
         shows="that the same code finds planted edges and, on strong ones, "
               + (f"{' and '.join(beats)} beat{'s' if len(beats) == 1 else ''} the signal rule over all signal families "
                  "together" if beats else "earns more than the signal rule, pooled")
-              + " (in the plain learner's record no single family does after Holm's correction); what three test "
+              + f" ({'no single family does' if not called else f'{called} single (learner, family) row does'} after "
+                "Holm's correction); what three test "
                 "years of the sample say, each with "
                 "its interval",
         does_not_show="an edge on real A-shares: no walk-forward year shows either learner ahead of buy-and-hold; nor, at "
@@ -868,6 +896,12 @@ def planted_rows(label: str, planted: pd.DataFrame, ppo_vs_a2c: Mapping, versus_
     }
 
 
+WF_VERDICT_COLUMNS = ["buy-and-hold Sharpe", "agent Sharpe (seeds)", "untrained Sharpe", "agent − buy-and-hold [95 %]",
+                      "agent verdict", "untrained − buy-and-hold [95 %]", "untrained verdict"]
+"""The columns of a walk-forward table (`teaching.walkforward_table` with `with_seed_spread` and
+`with_two_level`) that carry the verdicts; the others describe the folds and the seeds' spread."""
+
+
 def walkforward_row(label: str, walk_intervals: Mapping, walk_verdicts: Mapping, fragile: Sequence[str] = (),
                     margin: float | None = None, seeds_below: tuple[int, int] | None = None) -> dict[str, str]:
     """One walk-forward as a row of `edge_box`: each year's interval and verdict (``walk_intervals``:
@@ -882,11 +916,12 @@ def walkforward_row(label: str, walk_intervals: Mapping, walk_verdicts: Mapping,
     return {label: text}
 
 
-def default_learner_rows(job: Mapping, comparison: pd.DataFrame, paired_all: Mapping) -> dict[str, str]:
+def default_learner_rows(job: Mapping, comparison: pd.DataFrame, paired_all: Mapping | None = None) -> dict[str, str]:
     """The default learner's records as rows of `edge_box`: the five-seed run on the sample (``job``,
     its two intervals), the informed-oracle capture per realistic cell and group of markets
     (``comparison``: `learner_comparison`), and its test excess minus the plain learner's on the
-    markets both ran (``paired_all``: `paired_test`). Its walk-forward is `edge_box`'s own rows."""
+    markets both ran (``paired_all``: `paired_test`; None leaves that row out). Its walk-forward is
+    `edge_box`'s own rows."""
     days, both = job["sharpe_vs_buy_and_hold"], job["sharpe_vs_buy_and_hold_seeds_and_days"]
     default = comparison.xs("default", level="learner")
     return {
@@ -897,10 +932,63 @@ def default_learner_rows(job: Mapping, comparison: pd.DataFrame, paired_all: Map
             f"IC {ic:g} × {stocks} (markets {markets}): "
             + ("—" if pd.isna(row["informed oracle captured (pooled)"]) else f"{row['informed oracle captured (pooled)']:.2f}")
             + f", beats buy-and-hold on {row['beats buy-and-hold']}" for (ic, stocks, markets), row in default.iterrows()),
-        "default minus plain learner, test excess, the markets both ran":
+        **({} if paired_all is None else {"default minus plain learner, test excess, the markets both ran":
             f"{paired_all['mean']:+.1%} [{paired_all['low']:+.1%}, {paired_all['high']:+.1%}] "
-            f"({int(paired_all['n'])} markets, ahead on {int(paired_all['positive'])})",
+            f"({int(paired_all['n'])} markets, ahead on {int(paired_all['positive'])})"}),
     }
+
+
+def difference_rows(tests: Mapping[str, Mapping]) -> dict[str, str]:
+    """Paired comparisons (``{label: paired_test or t_interval result}``) as rows of a box: the mean
+    with its 95 % t-interval, the markets, how many differences were positive and, where computed,
+    the t-test's p-value."""
+    def row(test):
+        text = f"{test['mean']:+.1%} [{test['low']:+.1%}, {test['high']:+.1%}] ({int(test['n'])} markets"
+        text += f", ahead on {int(test['positive'])}" if "positive" in test else ""
+        if "p (t)" not in test:
+            return text + ")"
+        return text + (", p (t) < 0.001)" if test["p (t)"] < 0.001 else f", p (t) = {test['p (t)']:.3f})")
+    return {label: row(test) for label, test in tests.items()}
+
+
+def changes_box(held: pd.Series, differences: Mapping[str, Mapping], plain_rows: Mapping[str, str]):
+    """The box at the end of chapter 1's third page: this run's share of the stocks an untrained
+    sampled portfolio holds (``held``, by number of stocks); the default learner minus the plain one
+    and minus each ablated learner, market by market (``differences``: `difference_rows`), then the
+    plain learner's own records (``plain_rows``: `planted_rows`, `walkforward_row`, ...). Returns a
+    `MeasuredBox`."""
+    return _measured_box(
+        this_run={"untrained default policy, share of the stocks a sampled portfolio holds (median, effective holdings)":
+                  ", ".join(f"{share:.0%} of {stocks}" for stocks, share in held.items())},
+        committed={**difference_rows(differences), **plain_rows},
+        shows="what the default learner's three changes are worth, market by market on the same markets, seeds and "
+              "budgets: most at 100 stocks, on markets that chose nothing as on those that did, and which change "
+              "cost most when taken away",
+        does_not_show="why, beyond one mechanism that would predict it; what two changes taken away together cost; "
+                      "or that the changes help on real A-shares, where neither learner finds a gain",
+        title="What this page measured",
+    )
+
+
+def plot_differences(tests: Mapping[str, Mapping], ax, title: str = "") -> None:
+    """A forest plot on ``ax``: each paired comparison (``{label: paired_test result}``, in the
+    order given, top to bottom) as its mean with the 95 % t-interval, a line at 0 (no difference),
+    the markets and the count ahead beside each row."""
+    labels = list(tests)
+    y = np.arange(len(labels))[::-1]
+    means = np.array([tests[k]["mean"] for k in labels])
+    lows, highs = np.array([tests[k]["low"] for k in labels]), np.array([tests[k]["high"] for k in labels])
+    clear = (lows > 0) | (highs < 0)
+    ax.axvline(0, color="grey", lw=1, zorder=0)
+    for keep, color in ((clear, "tab:blue"), (~clear, "tab:grey")):
+        ax.errorbar(100 * means[keep], y[keep], xerr=[100 * (means - lows)[keep], 100 * (highs - means)[keep]],
+                    fmt="o", color=color, capsize=3)
+    counts = [f"{int(tests[k]['n'])} markets" + (f", ahead on {int(tests[k]['positive'])}" if "positive" in tests[k] else "")
+              for k in labels]
+    ax.set_yticks(y, [f"{label}\n({count})" for label, count in zip(labels, counts)], fontsize="small")
+    ax.set_xlabel("difference in test excess over buy-and-hold (percentage points), mean and 95 % t-interval")
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title(title or "Default learner minus the other, market by market (blue: the interval excludes 0)")
 
 
 # --------------------------------------------------------------------------- chapter 2: the knobs
