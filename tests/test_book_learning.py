@@ -768,3 +768,11 @@ def test_the_edge_box_names_its_planted_learner_and_can_leave_the_realistic_row_
     assert "planted edges, PPO and A2C, some learner (x.json)" in box and "realistic strength" not in box
     called = int((versus_rule.drop(index="all families", level="family")["verdict"] != "inconclusive").sum())
     assert ("no single family does after Holm" in box) == (called == 0)
+
+
+def test_the_provenance_of_an_ablation_counts_each_override_s_markets():
+    ablation = read_records("bench_learn_ablation.json")[0]
+    table = learning.realistic_provenance(ablation)
+    assert sorted(table["--set"]) == ["gae_lambda=0.95", "market_baseline=false", "pathwise=false"]
+    assert (table["markets"] == 3).all()  # three markets per override, not the record's nine runs
+    assert "--set" not in learning.realistic_provenance(read_records("bench_learn_realistic.json")[0])

@@ -658,25 +658,32 @@ def style_comparison(table: pd.DataFrame):
 
 
 def realistic_provenance(realistic: Mapping) -> pd.DataFrame:
-    """How each cell of the realistic ``bench learn`` record ran: one row per (cell, run length) with
-    the markets, the start (UTC), the runs at a time and the range of wall minutes per run."""
+    """How each cell of the realistic ``bench learn`` record ran: one row per (cell, run length, ``--set``
+    overrides) with the markets, the start (UTC), the runs at a time and the range of wall minutes
+    per run; a column ``--set`` where any run of the record overrode the learner's fields."""
+    from ..bench.common import parse_overrides
+
     runs = list({run["command"]: run for run in realistic["runs"]}.values())  # each run of the record once
     rows = []
     for run in runs:
         arguments = run["arguments"]
         length = max(arguments["budgets"])  # the run's length; the shorter budgets are checks along the way
+        overrides = parse_overrides(list(arguments.get("set") or []))
         for ic in arguments["ic"]:
             for stocks in arguments["stocks"]:
                 first = arguments.get("first_seed", 0)
                 seeds = range(first, first + arguments["seeds"])  # this run's markets, not another run's of the cell
                 minutes = [case["wall_seconds"] / 60 for case in realistic["cases"]
                            if (case["ic"], case["stocks"], case["total_steps"]) == (ic, stocks, length)
-                           and case["seed"] in seeds]
+                           and case["seed"] in seeds
+                           and {k: v for k, v in case.get("config", {}).items() if k != "algo"} == overrides]
                 rows.append({"cell": f"IC {ic:g} × {stocks} stocks", "env-steps per run": f"{length:,}",
+                             "--set": " ".join(arguments.get("set") or []),
                              "markets": len(minutes), "started (UTC)": run["machine"]["date"][:16].replace("T", " "),
                              "runs at a time": arguments["jobs"],
-                             "wall minutes per run": f"{min(minutes):.0f}-{max(minutes):.0f}"})
-    return pd.DataFrame(rows).set_index("cell")
+                             "wall minutes per run": f"{min(minutes):.0f}-{max(minutes):.0f}" if minutes else ""})
+    table = pd.DataFrame(rows).set_index("cell")
+    return table if (table["--set"] != "").any() else table.drop(columns="--set")
 
 
 def realistic_method(realistic: Mapping, provenance: pd.DataFrame) -> MethodNote:
