@@ -596,6 +596,8 @@ def _ablation_groups(default: Mapping, ablation: Mapping, budget: int) -> tuple[
         changed = {key: value for key, value in case.get("config", {}).items() if key != "algo"}
         label = "; ".join(ABLATION_LABELS.get(key, f"{key}={value}") for key, value in changed.items())
         groups.setdefault(label, []).append(case)
+    order = ["default learner", *ABLATION_LABELS.values()]  # one order on every page, whatever order the runs had
+    groups = dict(sorted(groups.items(), key=lambda item: order.index(item[0]) if item[0] in order else len(order)))
     differences = {label: [excess(baseline[_market(c)]) - excess(c) for c in group if _market(c) in baseline]
                    for label, group in groups.items() if label != "default learner"}
     return groups, differences
