@@ -626,7 +626,9 @@ def ablation_table(default: Mapping, ablation: Mapping, budget: int = 300_000) -
     for label, group in groups.items():
         row = next(r for r in summarize(group) if r["select"] == "best" and r["env_steps"] == budget)
         seeds = sorted(c["seed"] for c in group)
-        entry = {"learner": label, "markets": ", ".join(map(str, seeds))} | _cell_columns(row)
+        consecutive = seeds == list(range(seeds[0], seeds[0] + len(seeds))) and len(seeds) > 2
+        entry = {"learner": label, "markets": f"{seeds[0]}-{seeds[-1]}" if consecutive else ", ".join(map(str, seeds))} \
+            | _cell_columns(row)
         if label != "default learner":
             differences = by_label[label]
             test = paired_test(differences) if len(differences) > 1 else teaching.t_interval(differences)
