@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..bench.common import parse_overrides
 from ..metrics import stored_verdict
 from . import teaching
 from .sweep import MEASURE_NAMES
@@ -488,6 +489,11 @@ def _test_excess(cases: Sequence[Mapping], steps: int, algo: str, planted_only: 
             if c.get("total_steps") == steps and c["algo"] == algo and not (planted_only and c["family"] == "none")}
 
 
+def _overrides(case: Mapping) -> dict:
+    """The config fields a ``bench learn`` case set with ``--set`` (its stored config without ``algo``)."""
+    return {key: value for key, value in case.get("config", {}).items() if key != "algo"}
+
+
 def run_length_differences(cases: Sequence[Mapping], shorter: int, longer: int, algo: str = "ppo") -> pd.DataFrame:
     """Market by market, two run lengths of one learner on the same markets: ``algo``'s test excess over
     buy-and-hold at the end of runs of ``shorter`` and of ``longer`` env-steps (checkpoints chosen on
@@ -583,9 +589,6 @@ def _ablation_groups(default: Mapping, ablation: Mapping, budget: int) -> tuple[
     learner's cases on the same markets (``"default learner"``), and for each ablated group the
     default's test excess minus its own, market by market (runs of ``budget`` env-steps, chosen on
     validation)."""
-    def excess(case):
-        return case["curve"]["best"][str(budget)]["test_excess"]
-
     runs = [c for c in ablation["cases"] if c.get("total_steps") == budget and c["algo"] == "ppo"]
     markets = {_market(c) for c in runs}
     baseline = {_market(c): c for c in default["cases"]
@@ -593,12 +596,12 @@ def _ablation_groups(default: Mapping, ablation: Mapping, budget: int) -> tuple[
                 and _market(c) in markets}
     groups = {"default learner": list(baseline.values())}
     for case in runs:
-        changed = {key: value for key, value in case.get("config", {}).items() if key != "algo"}
-        label = "; ".join(ABLATION_LABELS.get(key, f"{key}={value}") for key, value in changed.items())
+        label = "; ".join(ABLATION_LABELS.get(key, f"{key}={value}") for key, value in _overrides(case).items())
         groups.setdefault(label, []).append(case)
     order = ["default learner", *ABLATION_LABELS.values()]  # one order on every page, whatever order the runs had
     groups = dict(sorted(groups.items(), key=lambda item: order.index(item[0]) if item[0] in order else len(order)))
-    differences = {label: [excess(baseline[_market(c)]) - excess(c) for c in group if _market(c) in baseline]
+    base = _test_excess(list(baseline.values()), budget, "ppo")
+    differences = {label: [base[market] - own for market, own in _test_excess(group, budget, "ppo").items() if market in base]
                    for label, group in groups.items() if label != "default learner"}
     return groups, differences
 
@@ -665,8 +668,6 @@ def realistic_provenance(realistic: Mapping) -> pd.DataFrame:
     """How each cell of the realistic ``bench learn`` record ran: one row per (cell, run length, ``--set``
     overrides) with the markets, the start (UTC), the runs at a time and the range of wall minutes
     per run; a column ``--set`` where any run of the record overrode the learner's fields."""
-    from ..bench.common import parse_overrides
-
     runs = list({run["command"]: run for run in realistic["runs"]}.values())  # each run of the record once
     rows = []
     for run in runs:
@@ -680,7 +681,7 @@ def realistic_provenance(realistic: Mapping) -> pd.DataFrame:
                 minutes = [case["wall_seconds"] / 60 for case in realistic["cases"]
                            if (case["ic"], case["stocks"], case["total_steps"]) == (ic, stocks, length)
                            and case["seed"] in seeds
-                           and {k: v for k, v in case.get("config", {}).items() if k != "algo"} == overrides]
+                           and _overrides(case) == overrides]
                 rows.append({"cell": f"IC {ic:g} × {stocks} stocks", "env-steps per run": f"{length:,}",
                              "--set": " ".join(arguments.get("set") or []),
                              "markets": len(minutes), "started (UTC)": run["machine"]["date"][:16].replace("T", " "),
@@ -984,7 +985,7 @@ def changes_box(held: pd.Series, differences: Mapping[str, Mapping], plain_rows:
 def plot_differences(tests: Mapping[str, Mapping], ax, title: str = "") -> None:
     """A forest plot on ``ax``: each paired comparison (``{label: paired_test result}``, in the
     order given, top to bottom) as its mean with the 95 % t-interval, a line at 0 (no difference),
-    the markets and the count ahead beside each row."""
+    the markets and the count ahead under each row's label."""
     labels = list(tests)
     y = np.arange(len(labels))[::-1]
     means = np.array([tests[k]["mean"] for k in labels])
