@@ -642,7 +642,8 @@ def test_the_ablation_table_tests_each_change_and_corrects_for_the_rows(realisti
     assert clear["p (Holm)"] == pytest.approx(2 * clear["p (t)"]) and unclear["p (Holm)"] == pytest.approx(unclear["p (t)"])
     assert pd.isna(table.loc["default learner", "p (Holm)"])
     html = learning.style_ablation(table).to_html()
-    assert "95 % interval" in html and f"[{clear['low']:+.1%}, {clear['high']:+.1%}]" in html
+    assert "95 % interval" in html and f"[{100 * clear['low']:+.1f}, {100 * clear['high']:+.1f}]" in html
+    assert "default − this (mean, points)" in html  # a difference of two returns is in percentage points
 
 
 # --------------------------------------------------------------------------- which learner a record ran
@@ -681,16 +682,16 @@ def test_the_default_learners_rows_read_its_three_records():
     captured = rows["default learner, informed-oracle capture, pooled (bench_learn_pathwise.json)"]
     assert "IC 0.05 × 100 (markets 100-104): 0.51, beats buy-and-hold on 5 of 5" in captured
     assert "IC 0.03" not in captured  # only the cells asked for
-    assert rows["default minus plain learner, test excess, the markets both ran"].startswith("+9.7% [+2.8%, +16.6%] (15 markets")
+    assert rows["default minus plain learner, test excess, the markets both ran"].startswith("+9.7 points [+2.8, +16.6] (15 markets")
 
 
 def test_the_signal_rule_table_shows_each_interval_as_one_column(learn):
     table = teaching.signal_rule_comparison(learn, run_steps=DEFAULT)
     shown = learning.style_signal_rule(table).data
     assert "low" not in shown and "high" not in shown and list(shown.index) == list(table.index)
-    assert list(shown.columns).index("95 % interval") == list(shown.columns).index("mean difference") + 1
+    assert list(shown.columns).index("95 % interval") == list(shown.columns).index("mean difference (points)") + 1
     first = table.iloc[0]
-    assert shown["95 % interval"].iloc[0] == f"[{first['low']:+.1%}, {first['high']:+.1%}]"
+    assert shown["95 % interval"].iloc[0] == f"[{100 * first['low']:+.1f}, {100 * first['high']:+.1f}]"
 
 
 def test_the_pooled_capture_interval_resamples_markets():
@@ -737,10 +738,10 @@ def test_difference_rows_and_the_changes_box_name_every_comparison():
     tests = {"a": {"mean": 0.1, "low": 0.05, "high": 0.15, "n": 5, "positive": 5, "p (t)": 0.0004},
              "b": {"mean": 0.01, "low": -0.02, "high": 0.04, "n": 3, "positive": 2, "p (t)": 0.41}}
     rows = learning.difference_rows(tests)
-    assert rows["a"] == "+10.0% [+5.0%, +15.0%] (5 markets, ahead on 5, p (t) < 0.001)"
+    assert rows["a"] == "+10.0 points [+5.0, +15.0] (5 markets, ahead on 5, p (t) < 0.001)"
     assert rows["b"].endswith("(3 markets, ahead on 2, p (t) = 0.410)")
     box = str(learning.changes_box(pd.Series({10: 0.23, 100: 0.06}), tests, {"plain row": "x"}))
-    assert "23% of 10, 6% of 100" in box and "plain row" in box and "+10.0% [+5.0%, +15.0%]" in box
+    assert "23% of 10, 6% of 100" in box and "plain row" in box and "+10.0 points [+5.0, +15.0]" in box
 
 
 def test_plot_differences_marks_only_intervals_that_exclude_zero():

@@ -305,8 +305,8 @@ def test_interval_table_writes_the_paired_tests_it_is_given(learn):
     table = teaching_ppo.interval_table({"PPO minus A2C": test})
     row = table.loc["PPO minus A2C"]
     assert row["(family, market) pairs"] == len(pairs) == test["n"]
-    assert row["mean difference in test excess"] == f"{test['mean']:+.1%}"
-    assert row["95 % interval (uncorrected)"] == f"[{test['low']:+.1%}, {test['high']:+.1%}]"
+    assert row["mean difference in test excess (points)"] == f"{100 * test['mean']:+.1f}"
+    assert row["95 % interval (uncorrected)"] == f"[{100 * test['low']:+.1f}, {100 * test['high']:+.1f}]"
     assert (row["p (t)"], row["p (Wilcoxon)"]) == (f"{test['p (t)']:.2g}", f"{test['p (Wilcoxon)']:.2g}")
     assert row["positive"] == f"{int((pairs['difference'] > 0).sum())} of {len(pairs)}"
 
@@ -368,7 +368,7 @@ def test_chapter_box_states_this_run_and_the_committed_intervals(learn):
     assert "consistent with unbiased" not in far_box.shows and "a z outside ±2" in far_box.shows
     v = versus["PPO minus A2C"]
     assert rows["PPO minus A2C, test excess (bench_learn.json, uncorrected)"] == \
-        f"{v['mean']:+.1%} [{v['low']:+.1%}, {v['high']:+.1%}] over the {v['n']} (family, market) pairs both ran"
+        f"{100 * v['mean']:+.1f} points [{100 * v['low']:+.1f}, {100 * v['high']:+.1f}] over the {v['n']} (family, market) pairs both ran"
     named = teaching_ppo.chapter_box(comparison, 49_152, file_lines, {"loss/minibatches": 16, "loss/clip_fraction": 0.04},
                                      gradients, versus, record_name="x.json")
     assert "PPO minus A2C, test excess (x.json, uncorrected)" in {name for _, name, _ in named.rows}

@@ -279,3 +279,13 @@ def test_undefined_captures_count_the_markets_the_per_market_column_leaves_out()
            "informed_captures": [0.8, None, 0.9]}
     counts = teaching.undefined_captures({"summary": [row, dict(row, env_steps=100_000, informed_captures=[None] * 3)]})
     assert counts.loc[(0.05, 30, "ppo")].tolist() == [3, 1, 2]
+
+
+def test_a_difference_of_two_returns_is_written_in_points():
+    from finrl_tutorial.book import teaching
+
+    # 28.3 % minus 0 % is 28.3 percentage points; the sign is always shown, rounding to one decimal
+    assert [teaching.points(x) for x in (0.283, -0.011, 0.0, 0.00049)] == ["+28.3", "-1.1", "+0.0", "+0.0"]
+    assert teaching.points_text({"mean": 0.283, "low": 0.122, "high": 0.445}) == "+28.3 points [+12.2, +44.5]"
+    assert teaching.points_text({"mean difference": -0.011, "low": -0.049, "high": 0.026},
+                                mean="mean difference") == "-1.1 points [-4.9, +2.6]"

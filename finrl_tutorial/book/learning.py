@@ -169,10 +169,11 @@ def control_markets(records: Mapping[str, Mapping], run_steps: int,
 
 
 def style_control_markets(table: pd.DataFrame):
-    """`control_markets` for the page: excess in percent, turnover to three decimals, the chosen checkpoint with
+    """`control_markets` for the page: excess in percent, the difference in percentage points (`teaching.points`), turnover to three decimals, the chosen checkpoint with
     commas; the first checkpoint (one per learner, which the text states) is left out to keep the table narrow."""
-    percent = {c: "{:+.1%}" for c in ("agent excess", "untrained excess", "signal rule excess", "agent − untrained")}
-    return table.style.format(percent | {"agent turnover": "{:.3f}", "untrained turnover": "{:.3f}",
+    percent = {c: "{:+.1%}" for c in ("agent excess", "untrained excess", "signal rule excess")}
+    table = table.rename(columns={"agent − untrained": "agent − untrained (points)"})
+    return table.style.format(percent | {"agent − untrained (points)": teaching.points, "agent turnover": "{:.3f}", "untrained turnover": "{:.3f}",
                                          "chosen checkpoint": "{:,}"}).hide(["first checkpoint"], axis="columns")
 
 
@@ -189,13 +190,14 @@ def paired_test(differences: Sequence[float]) -> dict:
 
 
 def style_signal_rule(table: pd.DataFrame):
-    """A `teaching.signal_rule_comparison` table formatted for the page (percentages, p-values), its
+    """A `teaching.signal_rule_comparison` table formatted for the page (excess in percent, the difference in percentage points, p-values), its
     ``low`` and ``high`` shown as one column, the 95 % interval of the mean difference."""
     shown = table.drop(columns=["low", "high"])
     shown.insert(shown.columns.get_loc("mean difference") + 1, "95 % interval",
-                 [f"[{low:+.1%}, {high:+.1%}]" for low, high in zip(table["low"], table["high"])])
-    percent = {c: "{:+.1%}" for c in ("agent excess", "signal rule excess", "mean difference")}
-    return shown.style.format(percent | {"p (t)": "{:.3f}", "p (Holm)": "{:.3f}"})
+                 [f"[{teaching.points(low)}, {teaching.points(high)}]" for low, high in zip(table["low"], table["high"])])
+    percent = {c: "{:+.1%}" for c in ("agent excess", "signal rule excess")}
+    shown = shown.rename(columns={"mean difference": "mean difference (points)"})
+    return shown.style.format(percent | {"mean difference (points)": teaching.points, "p (t)": "{:.3f}", "p (Holm)": "{:.3f}"})
 
 
 def learn_rebuilt(learn: Mapping, env_config, family: str = "factor", algo: str = "ppo", markets: int = 3) -> dict:
@@ -646,13 +648,14 @@ def ablation_table(default: Mapping, ablation: Mapping, budget: int = 300_000) -
 
 
 def style_ablation(table: pd.DataFrame):
-    """`ablation_table` for the page: excess and differences in percent, the difference's 95 %
+    """`ablation_table` for the page: excess in percent, differences in percentage points, the difference's 95 %
     t-interval as one column, captures to two decimals, p-values to three."""
     shown = table.drop(columns=["low", "high"])
     shown.insert(shown.columns.get_loc("default − this (mean)") + 1, "95 % interval",
-                 ["" if pd.isna(low) else f"[{low:+.1%}, {high:+.1%}]" for low, high in zip(table["low"], table["high"])])
-    percent = {c: "{:+.1%}" for c in ("agent excess (mean)", "default − this (mean)")}
-    return shown.style.format(percent | {"informed oracle captured (pooled)": "{:.2f}",
+                 ["" if pd.isna(low) else f"[{teaching.points(low)}, {teaching.points(high)}]"
+                  for low, high in zip(table["low"], table["high"])])
+    shown = shown.rename(columns={"default − this (mean)": "default − this (mean, points)"})
+    return shown.style.format({"agent excess (mean)": "{:+.1%}", "default − this (mean, points)": teaching.points, "informed oracle captured (pooled)": "{:.2f}",
                                          "chosen on 4 years: captured (pooled)": "{:.2f}",
                                          "p (t)": "{:.3f}", "p (Holm)": "{:.3f}"}, na_rep="")
 
@@ -899,10 +902,10 @@ def planted_rows(label: str, planted: pd.DataFrame, ppo_vs_a2c: Mapping, versus_
     return {
         f"planted edges, PPO and A2C, {label}":
             f"signal-rule capture (pooled) {captures.min():.2f}–{captures.max():.2f}; PPO minus A2C in test excess "
-            f"on common markets {ppo_vs_a2c['mean']:+.1%} [{ppo_vs_a2c['low']:+.1%}, {ppo_vs_a2c['high']:+.1%}] "
+            f"on common markets {teaching.points_text(ppo_vs_a2c)} "
             f"({ppo_vs_a2c['n']} markets{wilcoxon})",
         f"agent excess minus the signal rule's, per market, all signal families, {label}": "; ".join(
-            f"{learner.upper()} {row['mean difference']:+.1%} [{row['low']:+.1%}, {row['high']:+.1%}] over "
+            f"{learner.upper()} {teaching.points_text(row, 'mean difference')} over "
             f"{row['markets']} markets: {row['verdict']}" for learner, row in pooled_rule.iterrows())
             + f"; per (learner, family): {per_family}",
     }
@@ -945,7 +948,7 @@ def default_learner_rows(job: Mapping, comparison: pd.DataFrame, paired_all: Map
             + ("—" if pd.isna(row["informed oracle captured (pooled)"]) else f"{row['informed oracle captured (pooled)']:.2f}")
             + f", beats buy-and-hold on {row['beats buy-and-hold']}" for (ic, stocks, markets), row in default.iterrows()),
         **({} if paired_all is None else {"default minus plain learner, test excess, the markets both ran":
-            f"{paired_all['mean']:+.1%} [{paired_all['low']:+.1%}, {paired_all['high']:+.1%}] "
+            f"{teaching.points_text(paired_all)} "
             f"({int(paired_all['n'])} markets, ahead on {int(paired_all['positive'])})"}),
     }
 
@@ -955,7 +958,7 @@ def difference_rows(tests: Mapping[str, Mapping]) -> dict[str, str]:
     with its 95 % t-interval, the markets, how many differences were positive and, where computed,
     the t-test's p-value."""
     def row(test):
-        text = f"{test['mean']:+.1%} [{test['low']:+.1%}, {test['high']:+.1%}] ({int(test['n'])} markets"
+        text = f"{teaching.points_text(test)} ({int(test['n'])} markets"
         text += f", ahead on {int(test['positive'])}" if "positive" in test else ""
         if "p (t)" not in test:
             return text + ")"

@@ -155,6 +155,19 @@ def _verdict(ci: Mapping, margin: float | None) -> str:
     return stored_verdict(ci, margin)
 
 
+def points(value: float) -> str:
+    """A difference of two returns (fractions) in percentage points, signed, one decimal: 0.283 → ``+28.3``.
+    A return is a percentage; the difference of two is written in points, so that "+28.3 points" is never
+    read as 28.3 % more than the other return."""
+    return f"{100 * value:+.1f}"
+
+
+def points_text(test: Mapping, mean: str = "mean") -> str:
+    """A paired difference with its interval in points: ``+28.3 points [+12.2, +44.5]`` (``test``: a
+    `t_interval`-like mapping with ``low`` and ``high`` and the mean under ``mean``)."""
+    return f"{points(test[mean])} points [{points(test['low'])}, {points(test['high'])}]"
+
+
 def _interval_text(ci: Mapping) -> str:
     return f"{ci['difference']:+.2f} [{ci['low']:+.2f}, {ci['high']:+.2f}]"
 

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import torch
 from .folded import MethodNote, how_measured
+from .teaching import points, points_text
 
 __all__ = ["line_counts", "finite_difference", "estimator_table", "rms_error_of_averages",
            "samples_for_unit_error", "variance_ratio", "plot_estimates", "plot_error_against_samples",
@@ -380,10 +381,10 @@ def style_side_by_side(table: pd.DataFrame):
 def interval_table(versus: Mapping[str, Mapping]) -> pd.DataFrame:
     """Paired comparisons in test excess over buy-and-hold as a table: ``versus`` maps a name to a
     `finrl_tutorial.book.learning.paired_test` result of the differences; per row the pairs, the
-    mean difference and its uncorrected 95 % t-interval (in %, with signs), the t-test's and
+    mean difference and its uncorrected 95 % t-interval (in percentage points, with signs), the t-test's and
     Wilcoxon's p-values and how many differences are positive."""
-    return pd.DataFrame({name: {"(family, market) pairs": v["n"], "mean difference in test excess": f"{v['mean']:+.1%}",
-                                "95 % interval (uncorrected)": f"[{v['low']:+.1%}, {v['high']:+.1%}]",
+    return pd.DataFrame({name: {"(family, market) pairs": v["n"], "mean difference in test excess (points)": points(v["mean"]),
+                                "95 % interval (uncorrected)": f"[{points(v['low'])}, {points(v['high'])}]",
                                 "p (t)": f"{v['p (t)']:.2g}", "p (Wilcoxon)": f"{v['p (Wilcoxon)']:.2g}",
                                 "positive": f"{v['positive']} of {v['n']}"}
                          for name, v in versus.items()}).T
@@ -448,7 +449,7 @@ def chapter_box(comparison: pd.DataFrame, budget: int, file_lines: pd.DataFrame,
                     f"{loop_sharpe.iloc[0, 0]:.2f} → {loop_sharpe.iloc[1, 0]:.2f}"}),
         },
         committed={f"{name}, test excess ({record_name}, uncorrected)":
-                   f"{v['mean']:+.1%} [{v['low']:+.1%}, {v['high']:+.1%}] over the {v['n']} (family, market) pairs both ran"
+                   f"{points_text(v)} over the {v['n']} (family, market) pairs both ran"
                    for name, v in versus.items()},
         shows=f"that the policy-gradient estimate is {unbiased}, and that a baseline lowers its variance; what each "
               "piece of PPO computes (run on real tensors); and how our PPO and A2C, and our PPO and SB3's PPO at its "
