@@ -126,7 +126,7 @@ def test_the_learning_rows_read_the_pathwise_records():
     plain_unseen = read_records("bench_learn_plain_unseen100.json")[0]
     gain = learning.paired_test(learning.learner_differences(plain_unseen, pathwise)["difference"])
     changes = _row("01_what_the_changes_are_worth")
-    assert (f"the default learner earned {100 * gain['mean']:+.1f} % more test excess than the older [plain learner]"
+    assert (f"the default learner earned {100 * gain['mean']:+.1f} points more test excess than the older [plain learner]"
             f"(glossary.md#plain-and-default-learner) [{100 * gain['low']:+.1f}, {100 * gain['high']:+.1f}], "
             f"ahead on all {gain['n']}") in changes
     assert gain["positive"] == gain["n"] == 5
@@ -151,7 +151,7 @@ def test_the_ppo_row_and_the_control_sentence_read_the_default_learners_planted_
 
     def interval(record, a, b, steps, select):
         test = learning.paired_test(learning.paired_excess(record, a, b, steps, select)["difference"])
-        return f"{100 * test['mean']:+.1f} % [{100 * test['low']:+.1f}, {100 * test['high']:+.1f}]", test
+        return f"{100 * test['mean']:+.1f} points [{100 * test['low']:+.1f}, {100 * test['high']:+.1f}]", test
 
     _, test = interval(default, "ppo", "sb3_ppo", 100_000, "last")
     a2c_default, a2c_test = interval(default, "ppo", "a2c", 300_000, "best")
