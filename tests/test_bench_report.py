@@ -1,6 +1,9 @@
 """The readings of chapters 4-8 (finrl_tutorial.book.report) on small hand-made records with known answers."""
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
@@ -247,6 +250,21 @@ def test_the_per_call_fit_recovers_a_linear_cost(call, account):
     assert fit["call_seconds"] == pytest.approx(call, rel=1e-6, abs=1e-12)
     assert fit["account_seconds"] == pytest.approx(account, rel=1e-6)
     assert fit["break_even_accounts"] == pytest.approx(call / account, rel=1e-5)
+
+
+def test_the_per_call_fit_gives_the_slopes_standard_error():
+    sizes = [1, 64, 1024, 4096, 16384]
+    exact = fit_per_call(sizes, [n / (2e-3 + n * 1e-7) for n in sizes])
+    assert exact["account_seconds_se"] == pytest.approx(0, abs=1e-15)  # on the line: no scatter
+    # a known case: the seconds 7.1, 6.9, 8.1, 11.9, 9.1 ms (the H200 record's shape); the textbook formula
+    seconds = [7.1e-3, 6.9e-3, 8.1e-3, 11.9e-3, 9.1e-3]
+    fit = fit_per_call(sizes, [n / t for n, t in zip(sizes, seconds)])
+    x, y = np.array(sizes, float), np.array(seconds)
+    slope, intercept = np.polyfit(x, y, 1)
+    se = np.sqrt(((y - intercept - slope * x) ** 2).sum() / 3 / ((x - x.mean()) ** 2).sum())
+    assert fit["account_seconds"] == pytest.approx(slope) and fit["account_seconds_se"] == pytest.approx(se)
+    assert fit["account_seconds"] < 2 * fit["account_seconds_se"]  # a slope within its error of 0
+    assert math.isnan(fit_per_call([1, 2], [1.0, 1.5])["account_seconds_se"])  # two points: no scatter to read
 
 
 def test_the_per_call_fit_needs_two_sizes():

@@ -125,6 +125,14 @@ def test_commands_note_shows_each_record_command_as_a_reader_runs_it():
     assert "Method: 50-200 timed steps after warm-up, `torch.cuda.synchronize()` before reading the clock" in note
 
 
+def test_commands_note_gives_a_plain_learner_record_the_command_that_makes_it_today():
+    note = str(benchmarks.commands_note(["main_job_5seeds_report.json", "main_job_pathwise_5seeds_report.json"]))
+    plain, default = (line for line in note.splitlines() if line.startswith("- `main_job"))
+    # both records ran the same recorded command; only the plain learner's needs its settings back
+    assert plain.endswith("--gae-lambda 0.95 --no-market-baseline --no-pathwise`")
+    assert default.endswith("--out runs/main5`") and "--no-pathwise" not in default
+
+
 def test_record_provenance_reads_the_meta_line_and_is_empty_without_one(anchors):
     line = benchmarks.record_provenance(anchors)
     meta = anchors[0]["meta"]

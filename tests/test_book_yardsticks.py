@@ -113,6 +113,12 @@ def test_overfitting_table_reads_the_sweep_record():
         assert row["deflated Sharpe"] == entry["deflated"]["deflated_sharpe"]
         assert row["trials (checkpoints)"] == entry["trials"]
         assert 0 <= row["deflated Sharpe"] <= 1
+    from finrl_tutorial.book import learning
+
+    # on the page the deflated Sharpe ratios, read against 0.95, keep three decimals; the Sharpe ratios two
+    shown = learning.style_overfitting(table).to_html()
+    assert f"{table['deflated Sharpe'].iloc[0]:.3f}" in shown and f"{table['chosen valid Sharpe'].iloc[0]:.2f}" in shown
+    assert f"{table['chosen valid Sharpe'].iloc[0]:.3f}" not in shown
 
 
 def test_pbo_example_tells_noise_from_an_edge():

@@ -481,10 +481,14 @@ def projection_check(result: dict, margin: float = SPEED_TIE_MARGIN) -> str:
     return shares
 
 
-def _faster_count(ratios: list[float]) -> str:
-    """How many of the same-accounts ratios (batched ÷ subprocess) lie above 1, in words."""
-    faster = sum(ratio > 1 for ratio in ratios)
-    return "every comparison made" if faster == len(ratios) else f"{faster} of the {len(ratios)} comparisons made"
+def _faster_count(ratios: list[float], margin: float = SPEED_TIE_MARGIN) -> str:
+    """How many of the same-accounts ratios (batched ÷ subprocess) lie above ``1 + margin``, in words,
+    and how many lie within ``margin`` of 1 (a ratio of 1.04 is no sign of "faster")."""
+    faster = sum(ratio > 1 + margin for ratio in ratios)
+    close = sum(abs(ratio - 1) <= margin for ratio in ratios)
+    if faster == len(ratios):
+        return "every comparison made"
+    return f"{faster} of the {len(ratios)} comparisons made" + (f", within ±{margin:.0%} of the other in {close}" if close else "")
 
 
 def box_contents(result: dict, gpu: dict) -> dict:

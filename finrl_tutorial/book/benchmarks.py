@@ -137,7 +137,8 @@ def learners_table(pattern: str = "*.json*") -> pd.DataFrame:
 
 def commands_note(names: Iterable[str]) -> MethodNote:
     """The commands that wrote each committed record file of ``names`` (e.g. `sources_table`'s index), as
-    a reader runs them (`reader_command`: a temporary output folder shown under ``runs/``), in a collapsed
+    a reader runs them (`reader_command`: a temporary output folder shown under ``runs/``; a record of
+    the plain learner gets its settings, so that the command makes it again), in a collapsed
     `MethodNote`; a record of another program, which runs no command of this package, is cited by the
     provenance its first line holds (`record_provenance`)."""
     items = []
@@ -147,7 +148,8 @@ def commands_note(names: Iterable[str]) -> MethodNote:
         if not any(c.startswith("python") for c in commands) and record_provenance(records):
             items.append(f"`{name}`: {record_provenance(records)}")  # another program's measurement: its meta line
             continue
-        shown = [f"`{reader_command(c)}`" if c.startswith("python") else c for c in commands]
+        plain = ran_plain_learner(records[0])  # the plain learner's record: the command that makes it today
+        shown = [f"`{reader_command(c, plain=plain)}`" if c.startswith("python") else c for c in commands]
         items.append(f"`{name}`: " + "; ".join(shown))
     return how_measured(items, "The commands behind these records")
 

@@ -634,7 +634,9 @@ def fit_per_call(num_envs: Iterable[int], env_steps_per_s: Iterable[float]) -> d
     """Least-squares fit of the seconds of one step call, ``t(n) = call + n × account``, to a sweep
     of a batched env (``n`` accounts, measured env-steps/s): the fixed cost of a call, the cost of
     one more account, and the size ``call / account`` at which the two are equal (below it the
-    fixed cost dominates; throughput grows almost in proportion to ``n``)."""
+    fixed cost dominates; throughput grows almost in proportion to ``n``), and the standard error of
+    the per-account cost (from the residuals; NaN with two sizes): where ``account`` lies within two
+    of them of 0, the sweep cannot tell the per-account cost from 0, and ``call / account`` is no estimate."""
     sizes = [float(n) for n in num_envs]
     seconds = [n / rate for n, rate in zip(sizes, env_steps_per_s)]
     if len(sizes) < 2 or len(set(sizes)) < 2:
@@ -643,7 +645,10 @@ def fit_per_call(num_envs: Iterable[int], env_steps_per_s: Iterable[float]) -> d
     slope = (sum((n - mean_n) * (t - mean_t) for n, t in zip(sizes, seconds))
              / sum((n - mean_n) ** 2 for n in sizes))
     call = mean_t - slope * mean_n
-    return {"call_seconds": call, "account_seconds": slope,
+    spread = sum((n - mean_n) ** 2 for n in sizes)
+    residual = sum((t - call - slope * n) ** 2 for n, t in zip(sizes, seconds))
+    slope_se = math.sqrt(residual / (len(sizes) - 2) / spread) if len(sizes) > 2 else math.nan
+    return {"call_seconds": call, "account_seconds": slope, "account_seconds_se": slope_se,
             "break_even_accounts": call / slope if slope > 0 else math.inf}
 
 

@@ -458,5 +458,7 @@ def chapter_box(comparison: pd.DataFrame, budget: int, file_lines: pd.DataFrame,
                       "which algorithm is better in general (live: one market and one seed; in the record: a few "
                       "markets per family); or which part of a setup makes a difference: PPO against A2C changes "
                       "the loss together with A2C's own defaults, and ours against SB3 changes the network, the map "
-                      "from action to weights, the rollout layout and the other defaults all at once",
+                      "from action to weights, the rollout layout and the other defaults all at once; nor results "
+                      "free of the test year: the defaults (γ, the network, the portfolio head) were set with the "
+                      "sample's years in view, its test year among them (3.4)",
     )
