@@ -725,13 +725,13 @@ def realistic_method(realistic: Mapping, provenance: pd.DataFrame) -> MethodNote
 
 def style_realistic(cells: pd.DataFrame):
     """A `teaching.realistic_learning_table` formatted for the page (captures to two decimals, excess
-    returns as percentages)."""
+    returns as percentages, a capture whose yardstick earned no excess shown as ``undefined``)."""
     captures = ("informed oracle captured (pooled)", "chosen on 4 years: captured (pooled)",
                 "signal rule captured (pooled)")
     excess = ("agent excess", "informed oracle excess", "chosen on 4 years: excess", "signal rule excess")
     return cells.style.format_index(lambda ic: f"{ic:g}", level="ic").format(
         {c: "{:.2f}" for c in captures if c in cells} | {c: "{:+.1%}" for c in excess if c in cells}
-        | ({"env-steps": "{:,}"} if "env-steps" in cells else {}))
+        | ({"env-steps": "{:,}"} if "env-steps" in cells else {}), na_rep="undefined")  # a capture of no excess
 
 
 
