@@ -228,6 +228,8 @@ def test_committed_rounds_get_their_verdict_instead_of_one_ratio():
     reading = batched.committed_reading(records, records)
     assert reading["two processes"]["verdict"] == "faster" and batched.committed_answer(reading) == "faster"
     assert reading["two processes"]["rounds min"] == pytest.approx(1.1)
+    # the record's own fit of its one-thread sweep, t(n) = c + a n, which chapter 6 reads the break-even size from
+    assert reading["fit"] == pytest.approx(fit_per_call([2, 8], [300.0, 1000.0]), nan_ok=True)
     result = batched.answer(_rate(), _rounds([0.9e5] * 3, [1e5] * 3, [0.5e5] * 3), reading,
                             fit_per_call(SIZES, [_rate()["vec"][n] for n in SIZES]))
     assert result["paid"] == ["the quiet committed record", "the loaded committed record"]

@@ -329,7 +329,7 @@ def committed_reading(quiet: list[dict], loaded: list[dict], largest: int = 16_3
             "accounts": accounts, "per process": per_process, "best": best,
             "best gain": steps.loc[best, "median"] / steps.loc["vec 2", "median"], "cores": int(first["cpu_count"]),
             "date": first["date"][:10], "own cores": bool(pair["load max"] <= first["cpu_count"]),
-            "projected": projected_ratio(fit, per_process)}
+            "projected": projected_ratio(fit, per_process), "fit": fit}
 
 
 def rounds_method(rounds: pd.DataFrame, committed: dict):
