@@ -76,8 +76,12 @@ def test_the_throughput_figure_draws_every_layout_and_the_fit():
     fig, ax = plt.subplots()
     batched.plot_throughput(rate, per_call, ax, stocks=15)
     labels = [line.get_label() for line in ax.get_lines()]
-    assert labels == ["vec (one process)", "vmap (one process)", "fit: n / (c + a n)", "single gymnasium env",
+    two_digits = float(f"{1 / per_call['account_seconds']:.2g}")  # a fitted ceiling, to two digits
+    ceiling = f"the fit's ceiling 1 / a ≈ {two_digits:,.0f} env-steps/s"
+    assert labels == ["vec (one process)", "vmap (one process)", "fit: n / (c + a n)", ceiling, "single gymnasium env",
                       "subproc VecEnv (one process per account)"]
+    fit_line = ax.get_lines()[2]  # drawn past the largest size measured, so its bend towards the ceiling shows
+    assert max(fit_line.get_xdata()) > max(SIZES) and fit_line.get_linestyle() != "-"
     assert "15 stocks" in ax.get_title() and ax.get_xscale() == "log"
     plt.close(fig)
 

@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 
+import numpy as np
 import pandas as pd
 import torch
 
@@ -70,10 +71,16 @@ def plot_throughput(rate: pd.Series, per_call: dict, ax, stocks: int) -> None:
     subprocess VecEnv as points. ``stocks`` goes into the title."""
     for kind, style in (("vec", "o-"), ("vmap", "s--")):
         ax.plot(rate[kind].index, rate[kind].to_numpy(), style, label=f"{kind} (one process)")
-    sizes = pd.Series(sorted(rate["vec"].index), dtype=float)
-    ax.plot(sizes, sizes / (per_call["call_seconds"] + sizes * per_call["account_seconds"]), color="grey",
-            linewidth=1, label="fit: n / (c + a n)")
-    ax.axhline(float(rate["single"].iloc[0]), color="grey", linestyle=":", label="single gymnasium env")
+    # the fit drawn past the largest size, dashed and dark so that it shows where it lies on the vec curve,
+    # with its ceiling 1/a, which the batched curves bend towards
+    sizes = pd.Series(np.geomspace(1, 4 * max(rate["vec"].index), 200))
+    ax.plot(sizes, sizes / (per_call["call_seconds"] + sizes * per_call["account_seconds"]), color="black",
+            linestyle=(0, (4, 3)), linewidth=1.1, zorder=3, label="fit: n / (c + a n)")
+    if per_call["account_seconds"] > 0:
+        ceiling = 1 / per_call["account_seconds"]
+        ax.axhline(ceiling, color="black", linestyle=":", linewidth=1, alpha=0.6,
+                   label=f"the fit's ceiling 1 / a ≈ {float(f'{ceiling:.2g}'):,.0f} env-steps/s")  # two digits: a fit
+    ax.axhline(float(rate["single"].iloc[0]), color="tab:green", linestyle=":", label="single gymnasium env")
     ax.plot(rate["subproc"].index, rate["subproc"].to_numpy(), "D", color="tab:red", markersize=8,
             label="subproc VecEnv (one process per account)")
     ax.set(xscale="log", yscale="log", xlabel="accounts (sub-envs)", ylabel="env-steps / s",

@@ -528,7 +528,7 @@ def plot_projection(models: dict[str, CostModel], baseline: "float | TrainerMode
     ax.set_title("\n".join(textwrap.wrap(title, 75, break_on_hyphens=False)), fontsize="medium")  # a long title on two lines, not cut
     ax.grid(alpha=0.3, which="both")
     # below the axes, so that it hides neither the curves nor the band's label
-    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1, frameon=False)  # one column: two would be wider than the axes and squeeze them
 
 
 def measured_points(table: pd.DataFrame, layout: str, threads: int | None = None,
