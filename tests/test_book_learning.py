@@ -744,17 +744,24 @@ def test_difference_rows_and_the_changes_box_name_every_comparison():
     assert "23% of 10, 6% of 100" in box and "plain row" in box and "+10.0 points [+5.0, +15.0]" in box
 
 
-def test_plot_differences_marks_only_intervals_that_exclude_zero():
-    tests = {"clear": {"mean": 0.1, "low": 0.05, "high": 0.15, "n": 5, "positive": 5},
-             "around zero": {"mean": 0.01, "low": -0.02, "high": 0.04, "n": 3, "positive": 2}}
+def test_plot_differences_fills_only_rows_that_survive_holm_over_the_figure():
+    # "clear" survives Holm over three rows (0.0004 x 3); "uncorrected" has an interval that excludes 0
+    # and p 0.03, which Holm raises to 0.06; "around zero" holds 0
+    tests = {"clear": {"mean": 0.1, "low": 0.05, "high": 0.15, "n": 5, "positive": 5, "p (t)": 0.0004},
+             "uncorrected": {"mean": 0.05, "low": 0.01, "high": 0.09, "n": 5, "positive": 4, "p (t)": 0.03},
+             "around zero": {"mean": 0.01, "low": -0.02, "high": 0.04, "n": 3, "positive": 2, "p (t)": 0.41}}
     fig, ax = plt.subplots()
-    learning.plot_differences(tests, ax)
+    adjusted = learning.plot_differences(tests, ax)
+    assert [f"{v:.4f}" for v in adjusted] == ["0.0012", "0.0600", "0.4100"]
     labels = [tick.get_text() for tick in ax.get_yticklabels()]
     ticks = dict(zip(labels, ax.get_yticks()))
-    assert ticks == {"clear\n(5 markets, ahead on 5)": 1, "around zero\n(3 markets, ahead on 2)": 0}  # first on top
-    colours = {tuple(line.get_color()) if not isinstance(line.get_color(), str) else line.get_color()
+    assert ticks == {"clear\n(5 markets, ahead on 5, Holm p 0.001)": 2,  # first on top
+                     "uncorrected\n(5 markets, ahead on 4, Holm p 0.060)": 1,
+                     "around zero\n(3 markets, ahead on 2, Holm p 0.410)": 0}
+    markers = {(line.get_color(), line.get_markerfacecolor(), tuple(line.get_ydata()))
                for line in ax.get_lines() if line.get_marker() == "o"}
-    assert colours == {"tab:blue", "tab:grey"}
+    assert markers == {("tab:blue", "tab:blue", (2,)), ("tab:blue", "white", (1,)), ("tab:grey", "tab:grey", (0,))}
+    assert len(ax.get_legend().get_texts()) == 3
     plt.close(fig)
 
 

@@ -985,25 +985,38 @@ def changes_box(held: pd.Series, differences: Mapping[str, Mapping], plain_rows:
     )
 
 
-def plot_differences(tests: Mapping[str, Mapping], ax, title: str = "") -> None:
+def plot_differences(tests: Mapping[str, Mapping], ax, title: str = "", level: float = 0.05) -> pd.Series:
     """A forest plot on ``ax``: each paired comparison (``{label: paired_test result}``, in the
     order given, top to bottom) as its mean with the 95 % t-interval, a line at 0 (no difference),
-    the markets and the count ahead under each row's label."""
+    the markets, the count ahead and the Holm-adjusted p-value under each row's label.
+
+    The intervals are uncorrected, so the colour does not come from them alone: a row is filled blue
+    when its t-test p-value stays below ``level`` after Holm's correction over *all* the figure's
+    rows (`teaching.holm`), hollow blue when only its uncorrected interval excludes 0, grey when the
+    interval holds 0. Returns the adjusted p-values, in the order of ``tests``."""
     labels = list(tests)
+    adjusted = teaching.holm({k: tests[k]["p (t)"] for k in labels})
     y = np.arange(len(labels))[::-1]
     means = np.array([tests[k]["mean"] for k in labels])
     lows, highs = np.array([tests[k]["low"] for k in labels]), np.array([tests[k]["high"] for k in labels])
     clear = (lows > 0) | (highs < 0)
+    called = adjusted.to_numpy() < level
     ax.axvline(0, color="grey", lw=1, zorder=0)
-    for keep, color in ((clear, "tab:blue"), (~clear, "tab:grey")):
-        ax.errorbar(100 * means[keep], y[keep], xerr=[100 * (means - lows)[keep], 100 * (highs - means)[keep]],
-                    fmt="o", color=color, capsize=3)
+    styles = ((called, "tab:blue", "tab:blue", f"below {level:.0%} after Holm over all {len(labels)} rows"),
+              (clear & ~called, "tab:blue", "white", "uncorrected interval excludes 0, not after Holm"),
+              (~clear, "tab:grey", "tab:grey", "interval holds 0"))
+    for keep, color, face, label in styles:
+        if keep.any():
+            ax.errorbar(100 * means[keep], y[keep], xerr=[100 * (means - lows)[keep], 100 * (highs - means)[keep]],
+                        fmt="o", color=color, markerfacecolor=face, markersize=7, capsize=3, label=label)
     counts = [f"{int(tests[k]['n'])} markets" + (f", ahead on {int(tests[k]['positive'])}" if "positive" in tests[k] else "")
-              for k in labels]
+              + f", Holm p {adjusted[k]:.3f}" for k in labels]
     ax.set_yticks(y, [f"{label}\n({count})" for label, count in zip(labels, counts)], fontsize="small")
-    ax.set_xlabel("difference in test excess over buy-and-hold (percentage points), mean and 95 % t-interval")
+    ax.set_xlabel("difference in test excess over buy-and-hold (percentage points):\nmean and 95 % t-interval, uncorrected")
     ax.grid(axis="x", alpha=0.3)
-    ax.set_title(title or "Default learner minus the other, market by market (blue: the interval excludes 0)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), fontsize="small")  # below: no row hides under it
+    ax.set_title(title or "Default learner minus the other, market by market", fontsize="medium")
+    return adjusted
 
 
 # --------------------------------------------------------------------------- chapter 2: the knobs
