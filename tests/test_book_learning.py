@@ -678,7 +678,12 @@ def test_the_default_learners_rows_read_its_three_records():
     assert len(rows) == 3 and all("default" in name for name in rows)
     assert rows["default learner, the sample's test split, five seeds (main_job_pathwise_5seeds_report.json)"].endswith("tie")
     walked = learning.walkforward_row("walk", learning.walkforward_reading(walk)["intervals"], teaching.walkforward_verdicts(walk))
-    assert walked["walk"].startswith("2017 -0.54 [-1.11, -0.04] loses") and walked["walk"].endswith("inconclusive")
+    assert walked["walk"].startswith("2017 -0.54 [-1.11, -0.04] loses,") and walked["walk"].endswith("inconclusive")
+    # with the two-level intervals, a verdict that does not survive the seeds' resampling says so beside it
+    walked = learning.walkforward_row("walk", learning.walkforward_reading(walk)["intervals"], teaching.walkforward_verdicts(walk),
+                                      margin=0.25, two_level=learning.walkforward_two_level(walk))
+    assert walked["walk"].startswith("2017 -0.54 [-1.11, -0.04] loses (with the seeds resampled too: inconclusive), 2018")
+    assert walked["walk"].count("resampled") == 1  # 2018, 2019 and pooled keep their verdicts
     captured = rows["default learner, informed-oracle capture, pooled (bench_learn_pathwise.json)"]
     assert "IC 0.05 × 100 (markets 100-104): 0.51, beats buy-and-hold on 5 of 5" in captured
     assert "IC 0.03" not in captured  # only the cells asked for

@@ -868,7 +868,7 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
         committed={
             **planted_rows(planted_label, planted, ppo_vs_a2c, versus_rule),
             **walkforward_row(f"walk-forward, agent vs buy-and-hold, {walk_learner}", wf_intervals, wf_verdicts,
-                              fragile, margin, seeds_below),
+                              fragile, margin, seeds_below, two_level),
             **({f"walk-forward, {walk_learner}, seeds and days resampled (from the record's daily curves)": ", ".join(
                 f"{year} {_interval_verdict(ci, margin)}" for year, ci in two_level.items())} if two_level else {}),
             **realistic,
@@ -918,12 +918,24 @@ WF_VERDICT_COLUMNS = ["buy-and-hold Sharpe", "agent Sharpe (seeds)", "untrained 
 
 
 def walkforward_row(label: str, walk_intervals: Mapping, walk_verdicts: Mapping, fragile: Sequence[str] = (),
-                    margin: float | None = None, seeds_below: tuple[int, int] | None = None) -> dict[str, str]:
+                    margin: float | None = None, seeds_below: tuple[int, int] | None = None,
+                    two_level: Mapping | None = None) -> dict[str, str]:
     """One walk-forward as a row of `edge_box`: each year's interval and verdict (``walk_intervals``:
     `walkforward_reading`'s intervals; ``walk_verdicts``: `teaching.walkforward_verdicts`), the years
     in ``fragile`` marked as turning on an end near the tie ``margin`` (`near_margin`), and with
-    ``seeds_below``, ``(below, seeds)``, how many seeds ended below buy-and-hold, pooled."""
-    text = ", ".join(f"{year} {teaching._interval_text(walk_intervals[year])} {verdict}"
+    ``seeds_below``, ``(below, seeds)``, how many seeds ended below buy-and-hold, pooled. With
+    ``two_level`` (`walkforward_two_level`) and ``margin``, a year whose verdict does not hold once the
+    seeds are resampled too says so beside it: a verdict that rests on the days of one seed's curve is
+    not read alone."""
+    from ..metrics import difference_verdict
+
+    def caveat(year, verdict):
+        if not two_level or margin is None or year not in two_level:
+            return ""
+        both = difference_verdict(two_level[year]["low"], two_level[year]["high"], margin)
+        return "" if both == verdict else f" (with the seeds resampled too: {both})"
+
+    text = ", ".join(f"{year} {teaching._interval_text(walk_intervals[year])} {verdict}" + caveat(year, verdict)
                      + (f" (fragile: it turns on an end within 0.01 of the ±{margin} margin)" if year in fragile else "")
                      for year, verdict in walk_verdicts.items())
     if seeds_below:
