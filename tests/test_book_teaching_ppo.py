@@ -194,8 +194,8 @@ def test_the_intro_reads_the_walk_forward_as_its_record_does(walkforward):
 
 
 def test_the_intro_reads_ours_against_sb3_as_its_record_does(learn_default):
-    """book/intro.md's chapter-3 row reads chapter 3.7's record, the default learner's: ours ahead of SB3's PPO
-    on all six markets (after Holm's correction over every row, as chapter 3.7 reads it, decided pooled, each
+    """book/intro.md's chapter-3 row reads chapter 3.8's record, the default learner's: ours ahead of SB3's PPO
+    on all six markets (after Holm's correction over every row, as chapter 3.8 reads it, decided pooled, each
     family alone not); the intro calls it a comparison of two whole setups and quotes no interval for it."""
     pairs = ft.book.learning.paired_excess(learn_default, "ppo", "sb3_ppo", 100_000, "last")
     test = ft.book.learning.paired_test(pairs["difference"])
@@ -253,7 +253,7 @@ def test_plot_objectives_draws_each_objective_on_each_advantage():
     assert [t.get_text() for t in axes[0].get_legend().get_texts()] == ["first", "second"]
 
 
-# --------------------------------------------------------------------------- 3.7
+# --------------------------------------------------------------------------- 3.8
 
 def test_run_row_reads_the_log_and_the_config():
     config = ft.make_config("a2c", total_steps=4096)

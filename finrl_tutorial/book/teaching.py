@@ -428,7 +428,7 @@ def paired_by_family(learn: Mapping, comparisons: Mapping[str, tuple[tuple, tupl
     """Learner against learner on the markets both ran, in oracle capture: ``comparisons`` maps a
     name to the ``(a, b)`` pair of `paired_captures`; the table is `differences_by_family` of those
     pairs. A capture is a ratio (undefined where the signal rule made no excess, heavy-tailed where
-    that excess is small): chapter 3.7 tests excess returns instead (`differences_by_family` of
+    that excess is small): chapter 3.8 tests excess returns instead (`differences_by_family` of
     `finrl_tutorial.book.learning.paired_excess`)."""
     return differences_by_family({name: paired_captures(learn, a, b) for name, (a, b) in comparisons.items()}, level)
 

@@ -294,7 +294,7 @@ def plot_objectives(axes, objectives: Mapping[str, Callable[[float, float], floa
     axes[0].legend(loc="lower right", fontsize="small")
 
 
-# --------------------------------------------------------------------------- 3.7 PPO, A2C and SB3's PPO
+# --------------------------------------------------------------------------- 3.8 PPO, A2C and SB3's PPO
 
 def run_row(algo: str, config, result, capture: float) -> dict:
     """One row of the chapter's PPO-A2C table from a `finrl_tutorial.train` result: the algorithm,
@@ -392,7 +392,7 @@ def interval_table(versus: Mapping[str, Mapping]) -> pd.DataFrame:
 
 def learn_method_note(learn: Mapping, comparisons: Mapping[str, tuple[tuple, tuple]] | None = None,
                       record_name: str = "bench_learn.json") -> MethodNote:
-    """How section 3.7's record (the file ``record_name``) was measured, read from the ``bench learn`` record: its date, cores
+    """How section 3.8's record (the file ``record_name``) was measured, read from the ``bench learn`` record: its date, cores
     and threads; the time per run of our PPO and SB3's at SB3's env-steps (a wall time, not a speed
     ratio of the two loops); and, per comparison of ``comparisons`` (a name and the ``(a, b)`` pair
     of `teaching.paired_captures`; none by default), the pairs both learners ran that are left out
