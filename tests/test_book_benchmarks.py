@@ -384,6 +384,18 @@ def test_the_cost_model_figure_stops_at_eight_processes(speed, quiet):
     plt.close(fig)
 
 
+def test_measured_over_model_reads_the_figures_points_against_its_lines(speed, quiet):
+    models, trainer = benchmarks.cost_models(quiet), scale.fit_trainer_model(quiet)
+    gaps = benchmarks.measured_over_model(models, speed, trainer)
+    assert set(gaps) == {(name, p) for name in models for p in (1, 2)}
+    # the same ratio by hand for DDP at 2 ranks: the measured median speed-up over the model's
+    ddp = models[benchmarks.DDP_MODEL]
+    point = scale.measured_points(speed, "ddp", baseline=trainer, samples_per_process=ddp.samples_per_process)[2][0]
+    line = ddp.projectable().samples_per_s(2) / trainer.samples_per_s(2 * ddp.samples_per_process)
+    assert gaps[benchmarks.DDP_MODEL, 2] == point / line
+    assert all(0.9 < gap < 1.0 for gap in gaps.values())  # the runs lie a little below the phases' model
+
+
 # --- 8.5 GPU -------------------------------------------------------------------------------------------
 
 def test_anchor_cites_the_record_with_date_device_commit_and_method(anchors):

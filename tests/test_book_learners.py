@@ -160,7 +160,8 @@ def test_the_projection_figure_draws_the_fit_the_points_and_the_what_if(quiet, t
     fig, ax = plt.subplots()
     learners.plot_ddp_projection(model, table, ax)
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "DDP ranks (fitted): measured" in labels
+    assert "DDP ranks (fitted): measured (whole runs: median, range of the rounds)" in labels
+    assert "DDP ranks (fitted): model (fitted to the timed phases)" in labels
     assert any(label.startswith(learners.WHAT_IF.format(factor=10)) for label in labels)
     assert "fastest in-process trainer" in ax.get_title().replace("\n", " ")
     plt.close(fig)

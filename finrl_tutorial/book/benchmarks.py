@@ -505,16 +505,34 @@ PROJECTED_UP_TO = 8
 its points, the more of its answer comes from its assumptions."""
 
 
+def _measured_for_models(models: dict, scale: pd.DataFrame, trainer: TrainerModel | None) -> dict:
+    """Each model's measured points ``{name: {P: (median, low, high)}}`` (`measured_points`)."""
+    per_process = {name: model.samples_per_process for name, model in models.items()}
+    return {WORKERS_MODEL: measured_points(scale, "workers", threads=2, baseline=trainer,
+                                           samples_per_process=per_process[WORKERS_MODEL]),
+            DDP_MODEL: measured_points(scale, "ddp", baseline=trainer, samples_per_process=per_process[DDP_MODEL])}
+
+
+def measured_over_model(models: dict, scale: pd.DataFrame, trainer: TrainerModel) -> dict[tuple[str, int], float]:
+    """``{(model name, P): measured median / model}`` at each measured process count, both against
+    ``trainer`` with as many envs: how far the whole runs' samples/s (the figure's points) lie from the
+    model fitted to the timed phases (its lines). Below 1 where the runs pay for work outside the
+    phases (logging, bookkeeping) or the rounds were slower than the phases' medians."""
+    out = {}
+    for name, points in _measured_for_models(models, scale, trainer).items():
+        model = models[name].projectable()
+        for p, (median, _, _) in points.items():
+            out[name, p] = median / (model.samples_per_s(p) / trainer.samples_per_s(p * models[name].samples_per_process))
+    return out
+
+
 def plot_cost_models(models: dict, scale: pd.DataFrame, ax, trainer: TrainerModel | None = None) -> None:
     """The models' speed-ups from 1 to `PROJECTED_UP_TO` processes, with the measured points
     (`plot_projection`), on ``ax``: against the fastest in-process trainer of ``scale``, or, with
     ``trainer`` (`fit_trainer_model`), like with like as chapters 4.6 and 5.6 read them: against one
     in-process trainer holding as many envs as the P processes together."""
     base = scale["baseline"].iloc[0]
-    per_process = {name: model.samples_per_process for name, model in models.items()}
-    measured = {WORKERS_MODEL: measured_points(scale, "workers", threads=2, baseline=trainer,
-                                               samples_per_process=per_process[WORKERS_MODEL]),
-                DDP_MODEL: measured_points(scale, "ddp", baseline=trainer, samples_per_process=per_process[DDP_MODEL])}
+    measured = _measured_for_models(models, scale, trainer)
     against = "one in-process trainer with as many envs" if trainer is not None else f"the {base}"
     plot_projection(models, trainer if trainer is not None else float(scale.loc[base, "median"]), measured, ax,
                     f"Cost models, measured at 1-2 processes, projected to {PROJECTED_UP_TO} (against {against})",

@@ -496,11 +496,11 @@ def plot_projection(models: dict[str, CostModel], baseline: "float | TrainerMode
             speed = [model.projectable().samples_per_s(p) / _baseline_rate(baseline, p * model.samples_per_process)
                      for p in counts]
             inside = [p for p in counts if p <= measured_up_to]
-            ax.plot(inside, speed[:len(inside)], "-", color=color, label=f"{label}: model")
+            ax.plot(inside, speed[:len(inside)], "-", color=color, label=f"{label}: model (fitted to the timed phases)")
             ax.plot(counts[len(inside) - 1:], speed[len(inside) - 1:], ":", color=color, linewidth=2)
             for p, (median, low, high) in measured.get(label, {}).items():
                 ax.errorbar([p], [median], yerr=[[median - low], [high - median]], fmt="o", color=color, capsize=4,
-                            label=f"{label}: measured" if p == min(measured[label]) else None)
+                            label=f"{label}: measured (whole runs: median, range of the rounds)" if p == min(measured[label]) else None)
                 if (p, median) in annotated:  # one measurement shared by two layouts (one process): one label
                     continue
                 annotated.add((p, median))
