@@ -158,6 +158,15 @@ def test_chapter_has_no_saved_outputs(entry):
                        "(jupyter nbconvert --clear-output --inplace)")
 
 
+@pytest.mark.parametrize("entry", NOTEBOOKS)
+def test_no_markdown_line_starts_with_a_percent_sign(entry):
+    """MyST reads a line that starts with ``%`` as a comment and drops it from the page: a wrapped
+    sentence that puts "% of ..." at the start of a line loses its words silently."""
+    dropped = [(i, line) for i, cell in enumerate(_notebook(entry)["cells"]) if cell["cell_type"] == "markdown"
+               for line in "".join(cell["source"]).splitlines() if line.lstrip().startswith("%")]
+    assert not dropped, f"{entry}.ipynb: markdown lines MyST would drop as comments: {dropped}"
+
+
 VISIBLE_CELL_LINES = 30
 """The longest code cell a reader scrolls past: longer work (prose from a record, a busy figure) is a
 function in the book room that the chapter calls."""
