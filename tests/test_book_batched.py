@@ -320,7 +320,7 @@ def test_the_box_names_the_baseline_of_every_ratio_and_its_record(committed, gpu
     projection = "projection, not a measurement (6.1's model, a free core each): 2 processes × 1,024 ÷ 1 process × 2,048"
     low, high = 0.8e5 / 1e5 / result["projected"], 1.2e5 / 1e5 / result["projected"]
     assert box["this_run"][projection] == (f"{result['projected']:.2f}×; the rounds measured {low:.2f}–{high:.2f} of it: "
-                                         "the projection fails on this machine")
+                                         "the projection fails in these rounds (their load is in the folded block)")
     assert result["measured ÷ projected"] == pytest.approx((low, high))
     record = next(name for name in box["committed"] if "projection (its own fit" in name)
     assert box["committed"][record] == (f"{committed['projected']:.2f}×; measured "
@@ -340,8 +340,8 @@ def test_the_box_says_how_many_same_accounts_comparisons_the_batched_env_won():
 
 
 def test_the_projection_is_checked_against_the_rounds():
-    for (low, high), said in {(0.45, 0.5): "the rounds measured 0.45–0.50 of it: the projection fails on this machine",
-                              (0.97, 1.02): "the rounds measured 0.97–1.02 of it: the projection holds here",
+    for (low, high), said in {(0.45, 0.5): "the rounds measured 0.45–0.50 of it: the projection fails in these rounds (their load is in the folded block)",
+                              (0.97, 1.02): "the rounds measured 0.97–1.02 of it: the projection holds in these rounds",
                               (0.8, 1.1): "the rounds measured 0.80–1.10 of it"}.items():
         assert batched.projection_check({"measured ÷ projected": (low, high)}) == said
 

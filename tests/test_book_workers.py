@@ -248,6 +248,17 @@ def test_chapter_box_names_its_records_and_quotes_the_shared_sentences(record, l
     assert rows[loaded_row] == f"{loaded['ratio']:.2f}× the samples/s of one thread"
 
 
+def test_chapter_box_warns_beside_live_ratios_from_an_oversubscribed_machine(record, loaded_records, models):
+    runs = _runs(LIVE_RATES)
+    for loads, warned in (({key: 4.0 for key in runs}, True), ({key: 1.2 for key in runs}, False)):
+        live = workers.live_table(runs, loads)
+        box = workers.chapter_box(live, record, models[2], loaded_records, scale.SCALE_RECORD,
+                                  scale.LOADED_SCALE_RECORD, cores=2)
+        rows = {name: value for _, name, value in box.rows}
+        assert rows["2 workers, update on 2 threads"].endswith(
+            " (oversubscribed: load 4.0 on 2 cores, not meaningful)") == warned
+
+
 def test_load_range_names_the_runs_it_covers(record, loaded_records):
     loads = workers.run_loads(record, ("trainer", "workers"))
     assert loads == [run["loadavg"][0] for r in record if r["layout"] in ("trainer", "workers") for run in r["runs"]]

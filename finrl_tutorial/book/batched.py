@@ -482,9 +482,9 @@ def projection_check(result: dict, margin: float = SPEED_TIE_MARGIN) -> str:
     low, high = result["measured ÷ projected"]
     shares = f"the rounds measured {_range(low, high)} of it"
     if high < 1 - margin:
-        return f"{shares}: the projection fails on this machine"
+        return f"{shares}: the projection fails in these rounds (their load is in the folded block)"
     if low >= 1 - margin and high <= 1 + margin:
-        return f"{shares}: the projection holds here"
+        return f"{shares}: the projection holds in these rounds"
     return shares
 
 
@@ -530,7 +530,7 @@ def box_contents(result: dict, gpu: dict) -> dict:
             f"{GPU_RECORD} ({gpu['meta']['date']}, one H200: another device, another program)":
                 f"ElegantRL's StockTradingVecEnv {elegant.max():,.0f} env-steps/s at {elegant.idxmax():,} accounts",
         },
-        "shows": "layouts compared at the same number of accounts (the batched env faster in "
+        "shows": "layouts compared at the same number of accounts (the batched env faster than the subprocess VecEnv in "
                  + _faster_count(list(result["same sizes"].values()) + [c["two accounts"]["speed-up"]])
                  + ", on this CPU at the sizes measured; one ratio each, not a verdict), what more accounts per "
                  "call buy, and whether a second batched process helped on this CPU at this load",

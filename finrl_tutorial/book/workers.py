@@ -448,12 +448,14 @@ def ratio_view(ratios: pd.DataFrame):
 # --- the chapter's box ---------------------------------------------------------------------------
 
 def chapter_box(live: pd.DataFrame, records: Iterable[dict], model: scale.CostModel, loaded_records: Iterable[dict],
-                name: str, loaded_name: str):
+                name: str, loaded_name: str, cores: int | None = None):
     """The box at the end of the chapter (`measured_box`): this run's ratios to the fastest in-process
     trainer (`live_table`), and from the quiet record ``name`` (its ``records``) the two-worker
     speed-ups (`speedups`), the serial fraction of ``model`` and the load averages of the trainer's
     and workers' runs (`load_range`), and from the loaded record ``loaded_name`` (``loaded_records``)
-    two learner threads against one (`learner_threads_reading`) with the load of those runs."""
+    two learner threads against one (`learner_threads_reading`) with the load of those runs. With
+    ``cores``, this run's rows say so when the live runs were oversubscribed (`oversubscribed_note`):
+    then their ratios are the machine's other work, not the layouts."""
     from . import measured_box
     records, loaded_records = list(records), list(loaded_records)
     table = scale.speedups(records, layouts=["trainer", "workers"])
@@ -461,7 +463,10 @@ def chapter_box(live: pd.DataFrame, records: Iterable[dict], model: scale.CostMo
     baseline = fastest_trainer(live)
     _, one_thread, two_threads = worker_labels(table)
     default = _default_label(table)
-    this_run = {row: f"{ratio:.2f}× the samples/s of the {baseline}"
+    loads = live["load average"].astype(float).dropna()
+    busy = cores is not None and len(loads) and oversubscribed_note(float(loads.max()), cores)
+    warning = f" (oversubscribed: load {loads.max():.1f} on {cores} cores, not meaningful)" if busy else ""
+    this_run = {row: f"{ratio:.2f}× the samples/s of the {baseline}" + warning
                 for row, ratio in live["÷ fastest in-process trainer"].items() if row != baseline}
     committed = {
         f"{name} ({date[:10]}), two workers, update on 1 thread" + (" (the default)" if default == one_thread else ""):
