@@ -789,3 +789,16 @@ def test_the_provenance_of_an_ablation_counts_each_override_s_markets():
     assert sorted(table["--set"]) == ["gae_lambda=0.95", "market_baseline=false", "pathwise=false"]
     assert (table["markets"] == 3).all()  # three markets per override, not the record's nine runs
     assert "--set" not in learning.realistic_provenance(read_records("bench_learn_realistic.json")[0])
+
+
+def test_same_markets_finds_a_market_built_differently():
+    case = {"family": "factor", "ic": 0.05, "stocks": 30, "seed": 0, "buy_and_hold_sharpe": 0.4, "oracle_sharpe": 1.1}
+    other = dict(case, seed=1)
+    assert learning.same_markets({"cases": [case, other]}, {"cases": [case]}) == {"shared": 1, "differing": []}
+    moved = dict(case, buy_and_hold_sharpe=0.41)
+    assert learning.same_markets({"cases": [case]}, {"cases": [moved]})["differing"] == [
+        (("factor", 0.05, 30, 0), (0.4, 1.1), (0.41, 1.1))]
+    # the committed pairs the chapter reads ran the same markets
+    for plain, default in (("bench_learn.json", "bench_learn_default.json"),
+                           ("bench_learn_realistic.json", "bench_learn_pathwise.json")):
+        assert learning.same_markets(read_records(plain)[0], read_records(default)[0])["differing"] == []

@@ -29,7 +29,7 @@ __all__ = [
     "MethodNote", "how_measured", "total_return", "records_table", "planted_edge_table", "planted_summary",
     "style_signal_rule", "control_markets", "style_control_markets", "learn_method", "learn_rebuilt", "walkforward_reading", "walkforward_chosen_table", "walkforward_method", "realistic_provenance",
     "realistic_method", "style_realistic", "style_oracles", "budget_table", "budget_reading", "style_budgets",
-    "edge_box", "planted_rows", "walkforward_row", "walkforward_seed_differences", "with_seed_spread", "ic_scale", "walkforward_pooled_hold",
+    "edge_box", "same_markets", "planted_rows", "walkforward_row", "walkforward_seed_differences", "with_seed_spread", "ic_scale", "walkforward_pooled_hold",
     "near_margin", "margin_details", "walkforward_two_level", "with_two_level", "learner_comparison",
     "style_comparison", "learner_differences", "run_length_differences", "pooled_capture_interval", "ABLATION_LABELS", "ablation_table", "style_ablation",
     # chapter 1, third page
@@ -568,6 +568,24 @@ def learner_comparison(before: Mapping, today: Mapping, budget: int = 300_000,
                 rows.append({"ic": ic, "stocks": stocks, "markets": f"{seeds[0]}-{seeds[-1]}", "learner": learner}
                             | _cell_columns(row))
     return pd.DataFrame(rows).set_index(["ic", "stocks", "markets", "learner"]).sort_index(level=[0, 1, 2], sort_remaining=False, ascending=[False, True, True])
+
+
+def same_markets(first: Mapping, second: Mapping, digits: int = 3) -> dict:
+    """Whether two ``bench learn`` records ran the same markets where they share a (family, ic, stocks,
+    seed): each case stores its market's test Sharpe of equal-weight buy-and-hold and of the signal
+    rule, which depend on the market alone, so a market the generator built differently shows there.
+    Returns ``{"shared": n, "differing": [(key, first's pair, second's pair), ...]}`` (pairs rounded to
+    ``digits``)."""
+    def markets(record):
+        out = {}
+        for case in record["cases"]:
+            key = (case["family"], case["ic"], case.get("stocks", 10), case["seed"])
+            out.setdefault(key, (round(case["buy_and_hold_sharpe"], digits), round(case["oracle_sharpe"], digits)))
+        return out
+
+    a, b = markets(first), markets(second)
+    shared = [key for key in a if key in b]
+    return {"shared": len(shared), "differing": [(key, a[key], b[key]) for key in shared if a[key] != b[key]]}
 
 
 def learner_differences(before: Mapping, today: Mapping, budget: int = 300_000, algo: str = "ppo") -> pd.DataFrame:
