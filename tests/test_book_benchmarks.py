@@ -469,14 +469,14 @@ def test_seed_table_gives_the_gap_in_standard_errors_and_the_bootstrap_verdict(f
     error = std / len(full_run["seeds"]) ** 0.5
     assert rows["agent test Sharpe, mean ± std over seeds"] == f"{mean:.2f} ± {std:.2f} (5 seeds)"
     assert rows["gap, agent − buy-and-hold"] == f"{mean - hold:+.2f}"
-    assert rows["gap in standard errors"] == f"{abs(mean - hold) / error:.1f}"
+    assert rows["gap in standard errors (signed)"] == f"{(mean - hold) / error:+.1f}"
     assert rows["standard error of the mean over seeds (std ÷ √K)"] == f"{error:.3f}"
     assert rows["verdict"] == "tie" and rows["bootstrap Sharpe difference, 95 % interval"] == "-0.06 [-0.23, +0.11]"
     flat = copy.deepcopy(full_run)
     flat["agent_std"]["sharpe_ratio"] = 0.0
-    assert benchmarks.seed_table(flat).data["this run"]["gap in standard errors"] == benchmarks.NO_SEED_GAP
+    assert benchmarks.seed_table(flat).data["this run"]["gap in standard errors (signed)"] == benchmarks.NO_SEED_GAP
     flat["agent_std"]["sharpe_ratio"] = 0.004  # prints as 0.00: no gap in such standard errors either
-    assert benchmarks.seed_table(flat).data["this run"]["gap in standard errors"] == benchmarks.NO_SEED_GAP
+    assert benchmarks.seed_table(flat).data["this run"]["gap in standard errors (signed)"] == benchmarks.NO_SEED_GAP
 
 
 # --- 8.8 peers -----------------------------------------------------------------------------------------

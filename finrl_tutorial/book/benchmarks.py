@@ -717,7 +717,7 @@ def seed_table(report: dict):
             "standard error of the mean over seeds (std ÷ √K)": f"{error:.3f}",
             "equal-weight buy-and-hold, test Sharpe": f"{hold:.2f}",
             "gap, agent − buy-and-hold": f"{mean - hold:+.2f}",
-            "gap in standard errors": f"{abs(mean - hold) / error:.1f}" if f"{std:.2f}" != "0.00" else NO_SEED_GAP,
+            "gap in standard errors (signed)": f"{(mean - hold) / error:+.1f}" if f"{std:.2f}" != "0.00" else NO_SEED_GAP,
             "bootstrap Sharpe difference, 95 % interval": f"{versus['difference']:+.2f} [{versus['low']:+.2f}, "
                                                            f"{versus['high']:+.2f}]",
             "verdict": stored_verdict(versus, margin),
