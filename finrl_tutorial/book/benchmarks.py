@@ -118,7 +118,7 @@ def record_learner(name: str) -> str:
     records = read_records(name)
     configs = [case.get("config", {}) for record in records for case in record.get("cases", [])]
     if configs and all(all(config.get(key) == value for key, value in PLAIN_BY_SET.items()) for config in configs):
-        return "plain (set with --set on a later package)"
+        return "plain (its fields set with --set)"
     changed = sorted({key for config in configs for key in config if key != "algo"})
     if not any({"pathwise", "market_baseline"} & set(record.get("config") or {}) for record in records):
         records = [{"date": _date(records).split(" .. ")[-1]}]  # by its last date (rows may carry none)
