@@ -1465,14 +1465,14 @@ def sweep_box(live: Mapping, live_variants: Sequence[str], cost: Mapping, kl_rat
                                               f"batch_size=256 {cost['update']['batch_size=256']:.2f}×, "
                                               f"batch_size=4096 {cost['update']['batch_size=4096']:.2f}× (timing "
                                               f"noise {cost['noise']:.2f})",
-            "approx KL, repeat_times=16 vs base (live sweep)": f"{kl_ratio:.1f}× as far as the base",
+            "approx KL, repeat_times=16 vs base (live sweep)": f"{kl_ratio:.1f}× the base's",
             "base cost per 10,000 samples": f"{cost['per_10k'].loc['base'].sum():.2f} s here (median of {rounds} "
                                             f"rounds), {trainer_base.sum():.2f} s in {record_name}",
             "PBO, 20 strategies, 10 draws": f"noise {noise_pbo:.2f}, one edge {edge_pbo:.2f}",
         },
         committed={
             "bench_sweep.json": f"{record['date']}, seeds {record['seeds']}, {record['total_steps']:,} env-steps per run",
-            "approx KL, repeat_times=16 vs base": ", ".join(f"{market} {ratio:.1f}× as far as the base"
+            "approx KL, repeat_times=16 vs base": ", ".join(f"{market} {ratio:.1f}× the base's"
                                                            for market, ratio in _full_kl_ratios(record).items()),
             "final validation Sharpe vs base, sample": verdicts_of("sample"),
             "final validation Sharpe vs base, synthetic": verdicts_of("synthetic"),
