@@ -802,3 +802,19 @@ def test_same_markets_finds_a_market_built_differently():
     for plain, default in (("bench_learn.json", "bench_learn_default.json"),
                            ("bench_learn_realistic.json", "bench_learn_pathwise.json")):
         assert learning.same_markets(read_records(plain)[0], read_records(default)[0])["differing"] == []
+
+
+def test_realistic_rows_and_the_plain_records_box_name_every_cell_and_longer_run():
+    cells = pd.DataFrame([{"ic": 0.05, "stocks": 100, "learner": "ppo", "markets": 5, "env-steps": 300_000,
+                           "informed oracle captured (pooled)": 0.014, "beats buy-and-hold": "0 of 5"}]
+                         ).set_index(["ic", "stocks", "learner"])
+    longer = {(0.05, 100): {"longest": 900_000, "end": pd.Series({"informed oracle captured (pooled)": 0.356,
+                                                                 "beats buy-and-hold": "5 of 5"})}}
+    rows = learning.realistic_rows("plain (x.json)", cells, longer)
+    assert rows == {
+        "IC 0.05 × 100 stocks, 5 markets, 300,000 env-steps, plain (x.json)":
+            "informed-oracle capture (pooled) 0.01; beats buy-and-hold on 0 of 5",
+        "IC 0.05 × 100 stocks, run to 900,000 env-steps, plain (x.json)":
+            "informed-oracle capture (pooled) 0.36; beats buy-and-hold on 5 of 5"}
+    box = str(learning.plain_records_box(rows))
+    assert "run to 900,000 env-steps" in box and "0.36" in box and "What this page read" in box

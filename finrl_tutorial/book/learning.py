@@ -33,7 +33,7 @@ __all__ = [
     "near_margin", "margin_details", "walkforward_two_level", "with_two_level", "learner_comparison",
     "style_comparison", "learner_differences", "run_length_differences", "pooled_capture_interval", "ABLATION_LABELS", "ablation_table", "style_ablation",
     # chapter 1, third page
-    "difference_rows", "changes_box", "plot_differences", "ablation_tests", "WF_VERDICT_COLUMNS",
+    "difference_rows", "changes_box", "realistic_rows", "plain_records_box", "plot_differences", "ablation_tests", "WF_VERDICT_COLUMNS",
     # chapter 2
     "live_runs_table", "style_live_runs", "deflation_against_hold", "TRAINER_LABEL", "trainer_base_cost", "plot_cost", "cost_reading",
     "update_cost_table", "timing_table", "cost_method", "kl_tables", "plot_kl", "kl_ratio_table",
@@ -996,22 +996,51 @@ def difference_rows(tests: Mapping[str, Mapping]) -> dict[str, str]:
     return {label: row(test) for label, test in tests.items()}
 
 
-def changes_box(held: pd.Series, differences: Mapping[str, Mapping], plain_rows: Mapping[str, str]):
+def changes_box(held: pd.Series, differences: Mapping[str, Mapping], plain_rows: Mapping[str, str] | None = None):
     """The box at the end of chapter 1's third page: this run's share of the stocks an untrained
     sampled portfolio holds (``held``, by number of stocks); the default learner minus the plain one
-    and minus each ablated learner, market by market (``differences``: `difference_rows`), then the
-    plain learner's own records (``plain_rows``: `planted_rows`, `walkforward_row`, ...). Returns a
-    `MeasuredBox`."""
+    and minus each ablated learner, market by market (``differences``: `difference_rows`), then any
+    further rows (``plain_rows``: `planted_rows`, `walkforward_row`, ...). Returns a `MeasuredBox`."""
     return _measured_box(
         this_run={"untrained default policy, share of the stocks a sampled portfolio holds (median, effective holdings)":
                   ", ".join(f"{share:.0%} of {stocks}" for stocks, share in held.items())},
-        committed={**difference_rows(differences), **plain_rows},
+        committed={**difference_rows(differences), **(plain_rows or {})},
         shows="what the default learner's three changes are worth, market by market on the same markets, seeds and "
               "budgets: most at 100 stocks, on markets that chose nothing as on those that did, and which change "
               "cost most when taken away",
         does_not_show="why, beyond one mechanism that would predict it; what two changes taken away together cost; "
                       "or that the changes help on real A-shares, where neither learner finds a gain",
         title="What this page measured",
+    )
+
+
+def realistic_rows(label: str, cells: pd.DataFrame, longer: Mapping[tuple, Mapping] | None = None) -> dict[str, str]:
+    """A realistic ``bench learn`` record as rows of a measured box, ``label`` naming its learner and
+    record: one row per cell of ``cells`` (`teaching.realistic_learning_table`: the runs of the default
+    length) and one per longer run (``longer``: ``{(ic, stocks): budget_reading(...)}``), each with the
+    informed oracle's capture (pooled) and the markets on which the agent beat buy-and-hold."""
+    def reading(row) -> str:
+        return (f"informed-oracle capture (pooled) {row['informed oracle captured (pooled)']:.2f}; "
+                f"beats buy-and-hold on {row['beats buy-and-hold']}")
+
+    rows = {f"IC {ic:g} × {stocks} stocks, {int(row['markets'])} markets, {int(row['env-steps']):,} env-steps, {label}":
+            reading(row) for (ic, stocks, _), row in cells.iterrows()}
+    for (ic, stocks), read in (longer or {}).items():
+        rows[f"IC {ic:g} × {stocks} stocks, run to {read['longest']:,} env-steps, {label}"] = reading(read["end"])
+    return rows
+
+
+def plain_records_box(rows: Mapping[str, str]):
+    """The box at the end of the plain learner's reference page: its committed records only (``rows``:
+    `planted_rows`, `walkforward_row`, `realistic_rows`). Returns a `MeasuredBox`."""
+    return _measured_box(
+        this_run={},
+        committed=dict(rows),
+        shows="what the package's earlier default learner found on its own: the strong planted edges, nothing on "
+              "the real sample, and little at 100 stocks within the default budget",
+        does_not_show="how it compares with the default learner (chapter 1.12 pairs them market by market), or "
+                      "anything about the package's current default beyond what chapter 1 measures",
+        title="What this page read",
     )
 
 
