@@ -389,9 +389,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="collect with N worker processes (the update runs meanwhile on "
                             "--learner-threads threads, on the workers' cores, idle while it runs)")
     train.add_argument("--learner-threads", type=_int_at_least(1), default=None,
-                       help="torch threads of the update beside --workers (default "
-                            f"{DEFAULT_LEARNER_THREADS}, at most the cores: the faster on a quiet 2-core machine; "
-                            "1 on a busy one, where two threads ran 0.09x as fast)")
+                       help="torch threads of the update beside --workers (default, chosen at start-up: "
+                            f"{DEFAULT_LEARNER_THREADS}, at most the cores, while the load average is below the cores, "
+                            "the faster on a quiet 2-core machine; else 1, where two threads ran 0.09x as fast)")
     train.add_argument("--tie-margin", type=_tie_margin, default=job["tie_margin"].default,
                        help="equivalence margin of the Sharpe difference against buy-and-hold, in annualised "
                             "Sharpe: a tie only if the whole interval lies within ±margin, else inconclusive "

@@ -162,11 +162,13 @@ def test_the_learner_updates_on_the_workers_idle_cores(edge_market, monkeypatch)
     assert threads_in_update == [2, 2, 1, 1]
 
 
-def test_learner_threads_default_to_the_measured_choice_within_the_cores(edge_market):
+def test_learner_threads_default_to_the_measured_choice_for_the_load_within_the_cores(edge_market, monkeypatch):
     from finrl_tutorial.training.workers import DEFAULT_LEARNER_THREADS, available_cores, torch_threads
 
-    with WorkerPool(edge_market.train, _tiny_config(), EDGE_ENV, num_workers=2, seed=0) as pool:
-        assert pool.learner_threads == min(DEFAULT_LEARNER_THREADS, available_cores())
+    for load, expected in ((0.0, min(DEFAULT_LEARNER_THREADS, available_cores())), (available_cores() + 12.6, 1)):
+        monkeypatch.setattr("os.getloadavg", lambda load=load: (load, load, load))
+        with WorkerPool(edge_market.train, _tiny_config(), EDGE_ENV, num_workers=2, seed=0) as pool:
+            assert pool.learner_threads == expected, load
     with pytest.raises(ValueError, match="learner_threads"):
         WorkerPool(edge_market.train, _tiny_config(), EDGE_ENV, num_workers=2, learner_threads=0)
     before = torch.get_num_threads()
@@ -436,3 +438,16 @@ def test_bench_scale_writes_records_json_and_plots(tmp_path):
     saved = json.loads((tmp_path / "scale.json").read_text())
     assert len(saved["records"]) == len(records)
     assert (tmp_path / "env_steps.png").stat().st_size > 0 and (tmp_path / "samples.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("cores, load, threads", [
+    (2, 1.4, 2),    # the quiet record's loads (1.2-1.4 on 2 cores): two threads were the faster
+    (2, 14.6, 1),   # the loaded record's (14.6-22.9): one thread was, two ran at 0.09x its rate
+    (2, 2.0, 1),    # a load equal to the cores leaves no core to spare
+    (1, 0.0, 1),    # one core: one thread, however quiet
+    (16, 3.0, 2),   # more cores than measured: still the measured two
+])
+def test_default_learner_threads_follow_the_load_at_start_up(cores, load, threads):
+    from finrl_tutorial.training.workers import default_learner_threads
+
+    assert default_learner_threads(cores=cores, load=load) == threads

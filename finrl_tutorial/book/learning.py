@@ -687,7 +687,7 @@ def style_comparison(table: pd.DataFrame):
 
 def realistic_provenance(realistic: Mapping) -> pd.DataFrame:
     """How each cell of the realistic ``bench learn`` record ran: one row per (cell, run length, ``--set``
-    overrides) with the markets, the start (UTC), the runs at a time and the range of wall minutes
+    overrides) with the markets, the start (UTC), the markets each command ran at once (``--jobs``) and the range of wall minutes
     per run; a column ``--set`` where any run of the record overrode the learner's fields."""
     runs = list({run["command"]: run for run in realistic["runs"]}.values())  # each run of the record once
     rows = []
@@ -706,7 +706,7 @@ def realistic_provenance(realistic: Mapping) -> pd.DataFrame:
                 rows.append({"cell": f"IC {ic:g} × {stocks} stocks", "env-steps per run": f"{length:,}",
                              "--set": " ".join(arguments.get("set") or []),
                              "markets": len(minutes), "started (UTC)": run["machine"]["date"][:16].replace("T", " "),
-                             "runs at a time": arguments["jobs"],
+                             "markets at once (--jobs)": arguments["jobs"],
                              "wall minutes per run": f"{min(minutes):.0f}-{max(minutes):.0f}" if minutes else ""})
     table = pd.DataFrame(rows).set_index("cell")
     return table if (table["--set"] != "").any() else table.drop(columns="--set")

@@ -27,15 +27,16 @@ One iteration (`WorkerPool.collect`):
 The pool is synchronous (every sample is on-policy, as PPO needs), so the workers sit idle while
 the learner updates. The learner may borrow their cores for the update: it runs the gradient
 steps with ``learner_threads`` torch threads and goes back to its own thread count for the rest of
-the loop (`WorkerPool.update_threads`). The default is two threads, or one on a one-core
-machine (`DEFAULT_LEARNER_THREADS`), chosen by measurement: on a quiet 2-core machine
+the loop (`WorkerPool.update_threads`). The default (`default_learner_threads`) is chosen when
+the pool starts, by measurement: two threads while the machine's load average is below its cores
+(one on a one-core machine), else one. On a quiet 2-core machine
 (``book/data/bench_scale_quiet.jsonl``, 2026-12-02 02:22-02:27 UTC, load average 0.8-1.4) two
 workers made 1.21x the samples/s with the update on two threads that they made with it on one
 (faster in every round, 1.13-1.31x; the update 0.91 s against 1.16 s), and one thread was the
 slower of the two. A second thread pays only where a second core is free during the update: on a
 machine with more runnable processes than cores (``book/data/bench_scale.jsonl``, load average
 13-25 on 2 cores) the two threads wait for each other at every operation and the same layout ran
-at 0.09x the samples/s of one thread; pass ``learner_threads=1`` there (book chapter 4.5).
+at 0.09x the samples/s of one thread, so there the pool takes one (book chapter 4.5).
 
 Failures never hang the learner: it waits on the pipes *and* on the processes' sentinels with
 a timeout, so a worker that raises (its traceback is sent back), is killed, or goes silent ends
@@ -66,12 +67,29 @@ _ROLLOUT_FIELDS = tuple(f.name for f in dataclasses.fields(Rollout) if f.name !=
 
 
 DEFAULT_LEARNER_THREADS = 2
-"""The learner's torch threads during the update when `WorkerPool` is given none (at most the
-cores this process may use): the faster of 1 and 2 with two workers in the quiet ``bench scale``
-record, ``book/data/bench_scale_quiet.jsonl`` (1.21x the samples/s of one thread; book chapter
-4.5). Measured with two workers on two cores; with more workers the update stays on two threads
-(more were not measured), and on a machine whose load exceeds its cores one thread is the safe
-choice (``learner_threads=1``): two threads ran at 0.09x its rate in the loaded record."""
+"""The learner's torch threads during the update on a machine with a core to spare (at most the
+cores this process may use; `default_learner_threads` decides): the faster of 1 and 2 with two
+workers in the quiet ``bench scale`` record, ``book/data/bench_scale_quiet.jsonl`` (1.21x the
+samples/s of one thread; book chapter 4.5). Measured with two workers on two cores; with more
+workers the update stays on two threads (more were not measured)."""
+
+
+def default_learner_threads(cores: int | None = None, load: float | None = None) -> int:
+    """The update's threads when `WorkerPool` is given none, chosen when the pool starts:
+    `DEFAULT_LEARNER_THREADS` (at most ``cores``) while the 1-minute load average ``load`` is below
+    ``cores``, else one. The two ``bench scale`` records fix the two ends: at load averages of
+    1.2-1.4 on 2 cores two threads were the faster (``bench_scale_quiet.jsonl``), at 14.6-22.9 one
+    thread was, two running at 0.09x its samples/s (``bench_scale.jsonl``: the threads wait for a core
+    at every operation). The threshold between them is a choice, not a measurement. ``cores``
+    defaults to `available_cores`, ``load`` to ``os.getloadavg()`` (where the OS has none, the
+    machine counts as quiet)."""
+    cores = available_cores() if cores is None else cores
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):  # Windows
+            load = 0.0
+    return max(1, min(DEFAULT_LEARNER_THREADS, cores)) if load < cores else 1
 
 
 class WorkerError(TrainingError):
@@ -194,8 +212,8 @@ class WorkerPool:
     the run ends with a `WorkerError` instead of hanging.
 
     ``learner_threads``: torch threads of the learner's update while the workers are idle
-    (default `DEFAULT_LEARNER_THREADS`, at most the cores this process may use); the trainer
-    enters `update_threads` around each update.
+    (default: `default_learner_threads`, two on a machine whose load average is below its cores,
+    else one); the trainer enters `update_threads` around each update.
     """
 
     def __init__(self, market: MarketData, config: PPOConfig, env_config: EnvConfig | None = None,
@@ -205,7 +223,7 @@ class WorkerPool:
         if learner_threads is not None and learner_threads < 1:
             raise InputError(f"learner_threads must be >= 1, got {learner_threads}")
         self.num_workers = num_workers
-        self.learner_threads = learner_threads or max(1, min(DEFAULT_LEARNER_THREADS, available_cores()))
+        self.learner_threads = learner_threads or default_learner_threads()
         self.env_counts = split_envs(config.num_envs, num_workers)
         self.num_envs = config.num_envs
         self.horizon_len = config.horizon_len
