@@ -129,9 +129,9 @@ def test_the_learning_rows_read_the_pathwise_records():
     assert (f"on five more markets fixed in advance, {fresh['pooled']:.2f} (95 % interval over the markets "
             f"[{fresh['low']:.2f}, {fresh['high']:.2f}]), again beating buy-and-hold on all 5") in demo and beaten == "5 of 5"
     s300 = learning.learner_comparison(realistic, {"cases": read_records("bench_learn_s300.json")[0]["cases"]},
-                                       cells=((0.05, 300),)).loc[(0.05, 300, "0-3", "default")]
-    assert "over 300 stocks (four markets) the default budget found nothing" in demo
-    assert s300["beats buy-and-hold"] == "0 of 4" and s300["informed oracle captured (pooled)"] < 0.05
+                                       cells=((0.05, 300),)).loc[(0.05, 300, "0-4", "default")]
+    assert "over 300 stocks (five markets) the default budget found nothing" in demo
+    assert s300["beats buy-and-hold"] == "0 of 5" and s300["informed oracle captured (pooled)"] < 0.05
     # default minus plain on the same five unseen markets (chapter 1.12)
     plain_unseen = read_records("bench_learn_plain_unseen100.json")[0]
     gain = learning.paired_test(learning.learner_differences(plain_unseen, pathwise)["difference"])
