@@ -364,6 +364,11 @@ def test_run_experiment_with_two_seeds_writes_the_report(sse15, tmp_path):
     assert saved["config"] == on_disk["config"] and saved["seeds"] == [3, 4] and saved["data"] == data
     for name in ("equity.png", "learning_curve.png"):
         assert (tmp_path / name).stat().st_size > 1000
+    for seed in ("3", "4"):  # the kept checkpoint's env-steps: the first row of the seed's log with its best Sharpe
+        log = pd.read_csv(tmp_path / f"seed_{seed}" / "log.csv")
+        valid = log.dropna(subset=["valid/sharpe_ratio"])
+        assert on_disk["chosen_env_steps_per_seed"][seed] == int(valid.loc[valid["valid/sharpe_ratio"].idxmax(), "env_steps"])
+        assert valid["valid/sharpe_ratio"].max() == pytest.approx(on_disk["valid_sharpe_per_seed"][seed])
     best = on_disk["best_seed"]
     assert (tmp_path / "checkpoints" / "best.pt").read_bytes() == \
         (tmp_path / f"seed_{best}" / "checkpoints" / "best.pt").read_bytes()
@@ -375,6 +380,7 @@ def test_run_experiment_without_validation_still_writes_a_report(sse15, tmp_path
     report = run_experiment(sse15, tiny_config(total_steps=128), out_dir=tmp_path, seeds=1, eval_every=0,
                             progress=False)
     assert report["valid_sharpe_per_seed"] == {"0": None}  # no validation ran: not -inf in JSON
+    assert report["chosen_env_steps_per_seed"] == {"0": None}
     assert json.loads((tmp_path / "report.json").read_text())["seeds"] == [0]
     assert _temp_files(tmp_path) == []
 

@@ -36,6 +36,16 @@ MIN_SPLIT_DAYS = 20
 """Fewest trading days a split may have in the main job (a Sharpe ratio of three returns means nothing)."""
 
 
+def _chosen_env_steps(result) -> int | None:
+    """The env-steps at which ``result``'s kept checkpoint was validated: the first row of its log with
+    the best validation Sharpe (the trainer keeps a checkpoint only when it is strictly better); None
+    where no validation ran."""
+    valid = result.log["valid/sharpe_ratio"].dropna() if "valid/sharpe_ratio" in result.log else None
+    if valid is None or valid.empty or not math.isfinite(result.best_valid_sharpe):
+        return None
+    return int(result.log.loc[valid.idxmax(), "env_steps"])
+
+
 def run_experiment(market: PreparedMarket, config: PPOConfig, env_config: EnvConfig | None = None, *,
                    out_dir: str | Path = "runs/default", seeds: int = 1, eval_every: int = EVAL_EVERY,
                    progress: bool = True, workers: int = 0, distributed=None, resume: bool = False,
@@ -190,6 +200,9 @@ def _run_experiment(market, config, env_config, run: Run, out_dir: Path, seeds, 
         # None where no validation ran (eval_every=0): best_valid_sharpe is then -inf, not JSON
         "valid_sharpe_per_seed": {str(s): r.best_valid_sharpe if math.isfinite(r.best_valid_sharpe) else None
                                   for s, r in zip(seed_list, results)},
+        # the env-steps of the checkpoint validation kept (the first best; None without validation): how far
+        # from its initialisation each seed's tested agent is
+        "chosen_env_steps_per_seed": {str(s): _chosen_env_steps(r) for s, r in zip(seed_list, results)},
         "baselines": baselines,
         # mean over seeds of Sharpe(agent) − Sharpe(equal-weight buy-and-hold), paired block bootstrap
         "sharpe_vs_buy_and_hold": versus,
