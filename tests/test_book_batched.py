@@ -136,8 +136,8 @@ def test_the_like_with_like_table_states_the_ratios_of_the_rates_and_their_basel
     assert reading["call ratio"] == pytest.approx(call_ratio)
     assert reading["gain"] == pytest.approx(2048 / call_ratio)  # 2,048× the accounts in call_ratio× the time
     column = batched.batching_table(rate)["this run"]
-    assert column["2 accounts: batched env ÷ subprocess VecEnv"] == f"{same_2:.1f}×"
-    assert column["4 accounts: batched env ÷ subprocess VecEnv"] == f"{same_4:.1f}×"
+    assert column["2 accounts: batched env ÷ subprocess VecEnv"] == f"{same_2:.2f}×"
+    assert column["4 accounts: batched env ÷ subprocess VecEnv"] == f"{same_4:.2f}×"
     assert column["one call of 4,096 accounts ÷ one call of 2"] == f"{call_ratio:.0f}×"
     assert column["batched env at 4,096 accounts ÷ at 2 (env-steps/s)"] == f"{2048 / call_ratio:,.0f}×"
     vmap = "vmap env ÷ batched env (env-steps/s), over the sizes both ran"
@@ -310,7 +310,7 @@ def test_the_box_names_the_baseline_of_every_ratio_and_its_record(committed, gpu
     assert box["this_run"]["2 processes × 1,024 ÷ faster 1 process × 2,048 (1 or 2 threads)"] == \
         "rounds 0.80–1.20×: inconclusive"
     same = box["this_run"]["batched env ÷ subprocess VecEnv, same accounts (one process per account)"]
-    assert same == ", ".join(f"{r:.1f}× at {n:,}" for n, r in result["same sizes"].items()) + " (one ratio each, no rounds)"
+    assert same == ", ".join(f"{r:.2f}× at {n:,}" for n, r in result["same sizes"].items()) + " (one ratio each, no rounds)"
     assert " at 4" in same
     two = next(name for name in box["committed"] if name.endswith("2 accounts: batched env ÷ subprocess VecEnv"))
     assert box["committed"][two] == f"{committed['two accounts']['speed-up']:.1f}× (one ratio, no rounds)"

@@ -136,7 +136,8 @@ def test_the_learning_rows_read_the_pathwise_records():
     plain_unseen = read_records("bench_learn_plain_unseen100.json")[0]
     gain = learning.paired_test(learning.learner_differences(plain_unseen, pathwise)["difference"])
     changes = _row("01_what_the_changes_are_worth")
-    assert (f"the default learner earned {100 * gain['mean']:+.1f} points more test excess than the older [plain learner]"
+    assert (f"the default learner earned {100 * gain['mean']:+.1f} percentage points more test excess (return over "
+            f"buy-and-hold in the test year) than the older [plain learner]"
             f"(glossary.md#plain-and-default-learner) [{100 * gain['low']:+.1f}, {100 * gain['high']:+.1f}], "
             f"ahead on all {gain['n']}") in changes
     assert gain["positive"] == gain["n"] == 5
@@ -148,7 +149,8 @@ def test_the_learning_rows_read_the_pathwise_records():
     said = (f"GAE's λ back at 0.95 cost {100 * lam['default − this (mean)']:.1f} points of test excess "
             f"[{100 * lam['low']:+.1f}, {100 * lam['high']:+.1f}] and the pathwise part "
             f"{100 * pathwise_off['default − this (mean)']:.1f} [{100 * pathwise_off['low']:+.1f}, {100 * pathwise_off['high']:+.1f}], "
-            "each on all 5 and each significant after Holm's correction; the market baseline's cost could not be told from 0")
+            "each on all 5 and each significant after Holm's correction (taken away alone, each costs more than half the "
+            "gain: the changes interact); the market baseline's cost could not be told from 0")
     assert said in changes, said
     assert lam["default ahead on"] == pathwise_off["default ahead on"] == "5 of 5" and max(lam["p (Holm)"], pathwise_off["p (Holm)"]) < 0.05
     assert baseline_off["low"] < 0 < baseline_off["high"]

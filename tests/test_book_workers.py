@@ -157,8 +157,8 @@ def test_record_method_holds_the_records_provenance_rounds_loads_and_noise_floor
     one_worker = workers.worker_labels(table)[0]
     worker_update = phases.loc[one_worker, "update"]
     trainer_update = phases.loc[f"in-process trainer ({same['envs']} envs)", "update"]
-    assert f"{worker_update:.2f} s and {trainer_update:.2f} s per iteration, " \
-           f"{abs(worker_update / trainer_update - 1):.0%} apart" in text
+    larger = max(worker_update, trainer_update) / min(worker_update, trainer_update) - 1
+    assert f"{worker_update:.2f} s and {trainer_update:.2f} s per iteration, the larger {larger:.0%} above the smaller" in text
     # a busy record says so
     busy = copy.deepcopy(record)
     for r in busy:

@@ -156,7 +156,7 @@ def batching_table(rate: pd.Series) -> pd.DataFrame:
     batched env over the sizes both ran; with the single env in ``rate``, the batched env ÷ the
     single env at one account. Each row names its baseline."""
     r = same_accounts_reading(rate)
-    rows = {f"{_accounts(n)}: batched env ÷ subprocess VecEnv": f"{v:.1f}×" for n, v in r["same"].items()}
+    rows = {f"{_accounts(n)}: batched env ÷ subprocess VecEnv": f"{v:.2f}×" for n, v in r["same"].items()}
     if ("single", 1) in rate.index and ("vec", 1) in rate.index:
         rows["1 account: batched env ÷ single env"] = f"{rate['vec'][1] / rate['single'][1]:.2f}×"
     rows[f"one call of {r['large']:,} accounts ÷ one call of {r['small']:,}"] = f"{r['call ratio']:.0f}×"
@@ -508,7 +508,7 @@ def box_contents(result: dict, gpu: dict) -> dict:
     return {
         "this_run": {
             "batched env ÷ subprocess VecEnv, same accounts (one process per account)":
-                ", ".join(f"{ratio:.1f}× at {size:,}" for size, ratio in result["same sizes"].items())
+                ", ".join(f"{ratio:.2f}× at {size:,}" for size, ratio in result["same sizes"].items())
                 + " (one ratio each, no rounds)",
             f"2 processes × {n:,} ÷ faster 1 process × {2 * n:,} (1 or {run['cores']} threads)":
                 f"rounds {_range(run['low'], run['high'])}×: {run['verdict']}"
@@ -531,6 +531,7 @@ def box_contents(result: dict, gpu: dict) -> dict:
                 f"ElegantRL's StockTradingVecEnv {elegant.max():,.0f} env-steps/s at {elegant.idxmax():,} accounts",
         },
         "shows": "layouts compared at the same number of accounts (the batched env faster than the subprocess VecEnv in "
+                 "this box's same-accounts ratios: "
                  + _faster_count(list(result["same sizes"].values()) + [c["two accounts"]["speed-up"]])
                  + ", on this CPU at the sizes measured; one ratio each, not a verdict), what more accounts per "
                  "call buy, and whether a second batched process helped on this CPU at this load",

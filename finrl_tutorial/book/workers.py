@@ -272,7 +272,7 @@ def record_method(records: Iterable[dict], name: str, phases: pd.DataFrame) -> M
     same = scale.same_work_seconds(records, "workers")
     same_trainer = f"in-process trainer ({same['envs']} envs)"
     worker_update, trainer_update = float(phases.loc[one_worker, "update"]), float(phases.loc[same_trainer, "update"])
-    gap = abs(worker_update / trainer_update - 1)
+    gap = max(worker_update, trainer_update) / min(worker_update, trainer_update) - 1  # the larger over the smaller
     busy = min(loads) > cores
     items = [
         _provenance(records, name),
@@ -298,8 +298,8 @@ def record_method(records: Iterable[dict], name: str, phases: pd.DataFrame) -> M
                      " The work is identical, so that difference is no parallel speed-up: with more runnable "
                      "processes than cores, a layout with more processes can get a larger share of the cores."),
         f"**The noise floor.** One worker and the {same_trainer} make the same update, on one thread and on the same "
-        f"samples: {worker_update:.2f} s and {trainer_update:.2f} s per iteration, {gap:.0%} apart for identical "
-        "work. A phase difference of that size between two layouts is noise, not a cost of the layout.",
+        f"samples: {worker_update:.2f} s and {trainer_update:.2f} s per iteration, the larger {gap:.0%} above the "
+        "smaller for identical work. A phase difference of that size between two layouts is noise, not a cost of the layout.",
     ]
     return method_note(items)
 
