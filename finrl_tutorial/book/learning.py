@@ -1598,19 +1598,19 @@ def factor_tests_table(tests: pd.DataFrame, record: Mapping) -> pd.DataFrame:
 
 
 
-def factor_method(record: Mapping) -> MethodNote:
-    """How the with/without record was made (`_caption_blocks`: date, machine, seeds, budget and the
-    command that makes it again, as code). Returns a :class:`MethodNote`."""
-    return how_measured(*_caption_blocks(record, "bench_factor.json", reader_out="runs/bench_factor.json"))
+def factor_method(record: Mapping, name: str = "bench_factor.json") -> MethodNote:
+    """How the with/without record ``name`` was made (`_caption_blocks`: date, machine, seeds, budget
+    and the command that makes it again, as code). Returns a :class:`MethodNote`."""
+    return how_measured(*_caption_blocks(record, name, reader_out=f"runs/{name}"))
 
 
 def factor_box(mine, facts: Mapping, result, bt, live: Mapping, dividend_gap: float, record: Mapping,
-               reading: Mapping, tests: pd.DataFrame):
+               reading: Mapping, tests: pd.DataFrame, name: str = "bench_factor.json"):
     """The box at the end of chapter 7: this run's file, training and backtest (on the validation
     split: chapter 7 leaves its test split unread), live with/without
     runs and the dividends the file misses; the committed record's with/without verdict (the
     non-overlap rule has no equivalence margin, so an uncalled comparison is inconclusive, never a
-    tie), buy-and-hold and the paired tests. Returns a `MeasuredBox`."""
+    tie), buy-and-hold and the paired tests; ``name``: the record's file. Returns a `MeasuredBox`."""
     rows = reading["rows"]
     verdict = rows["with_factor"].get("final_valid_sharpe_vs_base", "n/a")
     verdict = "inconclusive" if verdict in ("tie", "inconclusive") else verdict
@@ -1625,7 +1625,7 @@ def factor_box(mine, facts: Mapping, result, bt, live: Mapping, dividend_gap: fl
             "dividends missing from the file (2 % yield)": f"{teaching.points(dividend_gap)} points of buy-and-hold's validation return",
         },
         committed={
-            "bench_factor.json": f"{record['date']}, seeds {record['seeds']}, {record['total_steps']:,} env-steps per run",
+            name: f"{record['date']}, seeds {record['seeds']}, {record['total_steps']:,} env-steps per run",
             "with vs without the factor (final validation Sharpe)": (
                 f"{rows['with_factor']['final_valid_sharpe']['mean']:.2f} vs "
                 f"{rows['without_factor']['final_valid_sharpe']['mean']:.2f}: {verdict}"),
