@@ -78,7 +78,7 @@ def test_the_vecenv_row_reads_the_quiet_and_loaded_records(quiet):
 
 def test_the_own_data_row_reads_the_factor_record():
     row = _row("07_your_own_data")
-    record = read_records("bench_factor.json")[0]
+    record = read_records("bench_factor_default.json")[0]  # the default learner's
     reading = learning.factor_reading(record)
     assert reading["below"] == reading["runs"] == 6 and "all 6 runs" in row
     tests = teaching.sweep_comparisons(record)
