@@ -150,7 +150,7 @@ def test_the_learning_rows_read_the_pathwise_records():
             f"[{100 * lam['low']:+.1f}, {100 * lam['high']:+.1f}] and the pathwise part "
             f"{100 * pathwise_off['default − this (mean)']:.1f} [{100 * pathwise_off['low']:+.1f}, {100 * pathwise_off['high']:+.1f}], "
             "each on all 5 and each significant after Holm's correction (taken away alone, each costs more than half the "
-            "gain: the changes interact); the market baseline's cost could not be told from 0")
+            "gain, a hint that the changes interact); the market baseline's cost could not be told from 0")
     assert said in changes, said
     assert lam["default ahead on"] == pathwise_off["default ahead on"] == "5 of 5" and max(lam["p (Holm)"], pathwise_off["p (Holm)"]) < 0.05
     assert baseline_off["low"] < 0 < baseline_off["high"]

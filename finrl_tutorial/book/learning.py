@@ -1630,8 +1630,8 @@ def factor_box(mine, facts: Mapping, result, bt, live: Mapping, dividend_gap: fl
                 f"{rows['with_factor']['final_valid_sharpe']['mean']:.2f} vs "
                 f"{rows['without_factor']['final_valid_sharpe']['mean']:.2f}: {verdict}"),
             "buy-and-hold (validation Sharpe)": f"{reading['hold']:.2f}",
-            "paired test over the seeds": ", ".join(f"{r['measure']}: p {r['p (paired t)']:.2f}"
-                                                    for r in tests.to_dict("records")),
+            "paired test over the seeds (p, then Holm over both measures)": ", ".join(
+                f"{r['measure']}: p {r['p (paired t)']:.2f}, Holm {r['p (Holm)']:.2f}" for r in tests.to_dict("records")),
         },
         shows="that a file of your own, with a factor of your own, validates, reaches the observation, trains and "
               "backtests; and, at full size with three seeds, whether the factor changed the validation Sharpe "

@@ -3,6 +3,7 @@ record, as pure functions; `finrl_tutorial.bench.sweep` measures and writes the 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 import pandas as pd
 
@@ -65,6 +66,12 @@ def describe(record: dict, measure: str = "final_valid_sharpe") -> list[str]:
     return sentences
 
 
+
+def _eval_every(record: Mapping) -> int | None:
+    """The iterations between two validations of a sweep record's runs (None if the runs differ)."""
+    every = {run.get("eval_every") for run in record.get("runs", [])}
+    return every.pop() if len(every) == 1 and None not in every else None
+
 def sweep_caption(record: dict, name: str, reader_out: str | None = None) -> str:
     """Where a sweep record comes from, for a caption: date, machine, seeds, budget and the
     command(s) that made it (a merged record lists the commands of its parts). With
@@ -82,8 +89,9 @@ def sweep_caption(record: dict, name: str, reader_out: str | None = None) -> str
                if asked and int(asked.group(1)) != record["total_steps"] else "")
     lines = [f"Record {name}: {record['date']}, {machine_info['platform']}, {machine_info['cpu_count']} CPUs, "
              f"torch {machine_info['torch']}; seeds {record['seeds']}, {record['total_steps']:,} env-steps per run"
-             f"{rounded}, {record['evaluations'] + 1} validations each (one after the first iteration, then one at "
-             f"the end of each of the {record['evaluations']} parts)."]
+             f"{rounded}, {record['evaluations'] + 1} validations each (one after the first iteration, then one "
+             + (f"every {every} iterations after it" if (every := _eval_every(record)) else "at regular intervals")
+             + ", the last at the end)."]
     if reader_out is not None:
         source = parts[0]["command"] if parts else record["command"]
         plain = ran_plain_learner(record)  # then the command gets the plain learner's --set
