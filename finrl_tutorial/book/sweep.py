@@ -66,11 +66,11 @@ def describe(record: dict, measure: str = "final_valid_sharpe") -> list[str]:
     return sentences
 
 
-
 def _eval_every(record: Mapping) -> int | None:
     """The iterations between two validations of a sweep record's runs (None if the runs differ)."""
     every = {run.get("eval_every") for run in record.get("runs", [])}
     return every.pop() if len(every) == 1 and None not in every else None
+
 
 def sweep_caption(record: dict, name: str, reader_out: str | None = None) -> str:
     """Where a sweep record comes from, for a caption: date, machine, seeds, budget and the
@@ -87,11 +87,12 @@ def sweep_caption(record: dict, name: str, reader_out: str | None = None) -> str
     rounded = (f" (the command's --total-steps {int(asked.group(1)):,} rounded down to whole iterations that split "
                f"into --evaluations {record['evaluations']} equal parts)"
                if asked and int(asked.group(1)) != record["total_steps"] else "")
+    every = _eval_every(record)
+    spacing = f"every {every} iterations after it" if every else "at regular intervals"
     lines = [f"Record {name}: {record['date']}, {machine_info['platform']}, {machine_info['cpu_count']} CPUs, "
              f"torch {machine_info['torch']}; seeds {record['seeds']}, {record['total_steps']:,} env-steps per run"
              f"{rounded}, {record['evaluations'] + 1} validations each (one after the first iteration, then one "
-             + (f"every {every} iterations after it" if (every := _eval_every(record)) else "at regular intervals")
-             + ", the last at the end)."]
+             f"{spacing}, the last at the end)."]
     if reader_out is not None:
         source = parts[0]["command"] if parts else record["command"]
         plain = ran_plain_learner(record)  # then the command gets the plain learner's --set

@@ -40,8 +40,8 @@ def _chosen_env_steps(result) -> int | None:
     """The env-steps at which ``result``'s kept checkpoint was validated: the first row of its log with
     the best validation Sharpe (the trainer keeps a checkpoint only when it is strictly better); None
     where no validation ran."""
-    valid = result.log["valid/sharpe_ratio"].dropna() if "valid/sharpe_ratio" in result.log else None
-    if valid is None or valid.empty or not math.isfinite(result.best_valid_sharpe):
+    valid = result.log["valid/sharpe_ratio"].dropna()  # every log has the column (`LOG_COLUMNS`)
+    if valid.empty or not math.isfinite(result.best_valid_sharpe):
         return None
     return int(result.log.loc[valid.idxmax(), "env_steps"])
 
