@@ -47,7 +47,7 @@ TOC = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
 PAGES = toc_files(TOC)  # without the root page (book/intro)
 CHAPTERS = [entry for entry in PAGES if re.match(r"book/\d\d_", entry)]  # the numbered notebooks
 #: Reference pages: notebooks without a chapter number, after the chapters and before the glossary.
-REFERENCE = ["book/synthetic_markets", "book/plain_learner"]
+REFERENCE = ["book/synthetic_markets", "book/plain_learner", "book/selection_and_overfitting"]
 #: Every notebook page: each is held to the chapter rules (sources, goals, summary, exercises); the
 #: figure numbering and the closing box stay the numbered chapters'.
 NOTEBOOKS = CHAPTERS + REFERENCE

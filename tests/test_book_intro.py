@@ -63,6 +63,10 @@ def test_the_learners_row_reads_the_quiet_record(quiet):
     assert (family["Holm verdict"] == "inconclusive").all() and "not significantly after [Holm's correction]" in row
     steps = learners.optimiser_steps(quiet, two), learners.optimiser_steps(quiet, table["baseline"].iloc[0])
     assert steps[0][0] < steps[1][0] and steps[0][1] > steps[1][1] and "fewer, larger optimiser steps" in row
+    control = learners.like_with_like(read_records(scale.DDP_CONTROL_RECORD))  # the same optimiser steps
+    assert control["optimiser steps"].iloc[0] == "16 × 2,048 ÷ 16 × 2,048"
+    assert control["rounds verdict"].iloc[0] == "inconclusive" and control["Holm verdict"].iloc[0] == "inconclusive"
+    assert f"two ranks made {control['geometric mean'].iloc[0]:.2f}× its samples/s, with rounds on both sides of 1" in row
 
 
 def test_the_vecenv_row_reads_the_quiet_and_loaded_records(quiet):

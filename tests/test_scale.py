@@ -23,6 +23,7 @@ from finrl_tutorial.backtest.runner import agent_policy, random_baseline, run_po
 from finrl_tutorial.data import load_market, prepare_market
 from finrl_tutorial.envs import EnvConfig, shard_start_windows
 from finrl_tutorial.envs.core import start_day_range
+from finrl_tutorial.errors import InputError
 from finrl_tutorial.training import ddp_equivalence, equivalence
 from finrl_tutorial.training.distributed import DataParallelContext, DistributedContext
 from finrl_tutorial.training.experiment import run_experiment
@@ -438,6 +439,40 @@ def test_bench_scale_writes_records_json_and_plots(tmp_path):
     saved = json.loads((tmp_path / "scale.json").read_text())
     assert len(saved["records"]) == len(records)
     assert (tmp_path / "env_steps.png").stat().st_size > 0 and (tmp_path / "samples.png").stat().st_size > 0
+
+
+def test_bench_scale_times_the_trainer_at_each_minibatch_size_and_keeps_the_default_as_baseline(tmp_path):
+    from finrl_tutorial import bench
+    from finrl_tutorial.book import scale as book_scale
+    from finrl_tutorial.cli import build_parser
+
+    argv = ["bench", "scale", "--layouts", "trainer", "--processes", "1", "--layout-envs", "8",
+            "--trainer-batch-sizes", "1024", "256", "--loop-iterations", "1", "--repeats", "2", "--stocks", "3",
+            "--out", str(tmp_path)]
+    records = list(bench.run(build_parser().parse_args(argv)))
+    assert [r["batch_size"] for r in records] == [1024, 256] and all(r["num_envs"] == 8 for r in records)
+    # 8 envs x 64 steps = 512 samples: minibatches of 1,024 are capped at the rollout, 256 take two steps
+    assert bench.scale.scale_label(records[0]) == "in-process trainer (8 envs)"
+    assert bench.scale.scale_label(records[1]) == "in-process trainer (8 envs, minibatches of 256)"
+    assert bench.scale.default_minibatches(records[0]) and not bench.scale.default_minibatches(records[1])
+    assert bench.scale.default_minibatches({"layout": "trainer"})  # records made before the option
+    faster_control = [records[0], records[1] | {"samples_per_s": 10 * records[0]["samples_per_s"]}]
+    assert book_scale.fastest_single_process(faster_control) is faster_control[0]  # a control is never the baseline
+    with pytest.raises(InputError, match="trainer-batch-sizes"):
+        list(bench.run(build_parser().parse_args(argv[:-2] + ["--trainer-batch-sizes", "0", "--out", str(tmp_path)])))
+
+
+def test_like_with_like_finds_the_trainer_that_takes_the_ranks_optimiser_steps():
+    from finrl_tutorial.book import learners, read_records
+    from finrl_tutorial.book import scale as book_scale
+
+    control = learners.like_with_like(read_records(book_scale.DDP_CONTROL_RECORD))
+    assert list(control["optimiser steps"]) == ["16 × 2,048 ÷ 16 × 2,048", "16 × 2,048 ÷ 32 × 1,024",
+                                                "16 × 2,048 ÷ 32 × 1,024"]
+    assert control.index[0] == ("ddp ×2 (128 envs) ÷ in-process trainer (128 envs, 2 threads, minibatches of 2,048)")
+    assert (control["p (Holm)"] >= control["p (t)"]).all() and set(control["rounds"]) == {5}
+    with pytest.raises(InputError, match="takes ddp ×2"):  # the quiet record has no such trainer
+        learners.like_with_like(read_records(book_scale.SCALE_RECORD))
 
 
 @pytest.mark.parametrize("cores, load, threads", [

@@ -80,7 +80,7 @@ class PPOConfig:
     estimate and take its gradient pathwise instead (a control variate). The advantage loses the
     sampled portfolio's luck (its frictionless reward minus the policy's average portfolio's,
     `Rollout.sampling_luck`); the loss gains minus the average frictionless reward of the current
-    policy, differentiated through the softmax (chapter 3.0). Unbiased: what is taken out of the
+    policy, differentiated through the softmax (chapter 3.4). Unbiased: what is taken out of the
     advantage has expectation 0 under the policy, and its gradient is added back exactly."""
 
     network: str = "stockwise"
@@ -443,7 +443,7 @@ def update(agent: ActorCritic, optimizer: torch.optim.Optimizer, rollout: Rollou
     data-parallel ranks (identity in one process), so an early stop on ``target_kl`` is decided
     on the global value by every rank alike. With ``pathwise`` the loss also holds minus the
     frictionless reward of a fresh draw of the current policy, on the advantages' scale: its
-    gradient, taken through the draw, adds back what `learning_rewards` took out as luck (3.0).
+    gradient, taken through the draw, adds back what `learning_rewards` took out as luck (chapter 3.4).
     """
     policy_loss = policy_loss_for(config) if policy_loss is None else policy_loss
     advantages, returns = advantages_and_returns(rollout, config)

@@ -158,7 +158,7 @@ def train_and_follow(market: PreparedMarket, config, env_config, *, eval_every: 
 RECORDED_CONFIG_FIELDS = ("num_envs", "horizon_len", "batch_size", "repeat_times", "learning_rate", "gamma",
                           "gae_lambda", "market_baseline", "pathwise")
 """The `PPOConfig` fields a sweep or walk-forward record stores: the rollout and update sizes, the step
-size, γ, and what says which learner ran (λ and the two baselines of chapter 3.0)."""
+size, γ, and what says which learner ran (λ and the two baselines of chapter 3.4)."""
 
 
 def recorded_config(config) -> dict:

@@ -24,7 +24,10 @@ trainer     the in-process trainer (no pool) with one batched env of ``--layout-
             sub-envs (P in ``--processes``: as many sub-envs as each process layout holds),
             measured by the same function as the workers layout: the single-process baseline;
             for P > 1 twice, the whole loop on one thread and on P (the cores the P-process
-            layouts use), so the baseline is the faster of the two
+            layouts use), so the baseline is the faster of the two; with
+            ``--trainer-batch-sizes``, at each of those minibatch sizes (P ranks of minibatches
+            of B take the optimiser steps of one process with minibatches of P × B: the ddp
+            layout's like-with-like control)
 ==========  ==================================================================================
 
 The ddp, workers and trainer layouts also time the *phases* of each training iteration on the
@@ -97,7 +100,8 @@ PHASES = ("rollout", "transfer", "update", "all_reduce", "waiting")
 
 def scale_label(record) -> str:
     """A short name for one ``bench scale`` record: ``vec 1,024``, ``subproc ×2``, ``ddp ×2 (512 envs)``,
-    ``in-process trainer (256 envs)``, ``workers ×2 (128 envs, update on 1 thread)``."""
+    ``in-process trainer (256 envs)``, ``in-process trainer (128 envs, 2 threads, minibatches of 2,048)``,
+    ``workers ×2 (128 envs, update on 1 thread)``."""
     layout = record["layout"]
     if layout in ("vec", "vmap"):
         return f"{layout} {int(record['num_envs']):,}"
@@ -107,12 +111,21 @@ def scale_label(record) -> str:
         return f"subproc ×{int(record['processes'])}"
     if layout == "trainer":
         threads = int(record.get("learner_threads") or 1)
-        return f"in-process trainer ({int(record['num_envs']):,} envs" + (f", {threads} threads)" if threads > 1 else ")")
+        label = f"in-process trainer ({int(record['num_envs']):,} envs" + (f", {threads} threads" if threads > 1 else "")
+        if not default_minibatches(record):
+            label += f", minibatches of {int(record['batch_size']):,}"
+        return label + ")"
     label = f"{layout} ×{int(record['processes'])} ({int(record['num_envs']):,} envs"
     if layout == "workers" and record.get("learner_threads") and int(record["processes"]) > 1:
         threads = int(record["learner_threads"])
         label += f", update on {threads} thread{'s' if threads > 1 else ''}"
     return label + ")"
+
+def default_minibatches(record) -> bool:
+    """Whether a ``bench scale`` record's update took PPO's default minibatches (records made before
+    ``--trainer-batch-sizes`` existed name none: they did)."""
+    return not record.get("batch_size") or int(record["batch_size"]) == make_config("ppo").batch_size
+
 
 def add_arguments(kinds) -> None:
     parser = kinds.add_parser("scale", help="env-steps/s and samples/s of single | subproc | vec | vmap | ddp | "
@@ -129,6 +142,9 @@ def add_arguments(kinds) -> None:
                         help="sub-envs per process of the ddp and workers layouts")
     parser.add_argument("--loop-iterations", type=int, default=3,
                         help="measured training iterations per samples/s figure (after one warm-up iteration)")
+    parser.add_argument("--trainer-batch-sizes", type=int, nargs="+", default=None,
+                        help="minibatch sizes of the trainer layout (default: PPO's default only); two ranks of "
+                             "minibatches of B take the optimiser steps of one trainer with 2B")
     parser.add_argument("--repeats", type=int, default=3,
                         help="runs of each configuration of the ddp, workers and trainer layouts (median "
                              "reported, every run kept)")
@@ -161,9 +177,12 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _loop_config(num_envs: int, device, iterations: int, processes: int = 1, seed: int = 0):
-    """PPO's default config with ``num_envs`` envs per process, for ``iterations`` iterations."""
-    config = make_config("ppo", num_envs=num_envs, device=str(device), seed=seed)
+def _loop_config(num_envs: int, device, iterations: int, processes: int = 1, seed: int = 0,
+                 batch_size: int | None = None):
+    """PPO's default config with ``num_envs`` envs per process, for ``iterations`` iterations (and
+    minibatches of ``batch_size``, if given)."""
+    sizes = {} if batch_size is None else {"batch_size": batch_size}
+    config = make_config("ppo", num_envs=num_envs, device=str(device), seed=seed, **sizes)
     config.total_steps = iterations * config.rollout_size * processes
     return config
 
@@ -400,8 +419,9 @@ def measure_layouts(args, prepared: PreparedMarket):
     if "trainer" in layouts:
         for p in args.processes:  # as many sub-envs as the p-process layouts hold, on 1 thread or on p
             for threads in sorted({1, p}):  # (the p-process layouts use p cores: so may the baseline)
-                configurations.append(("trainer", 1, functools.partial(_trainer_once, args, prepared,
-                                                                       p * args.layout_envs, threads)))
+                for batch_size in args.trainer_batch_sizes or [None]:
+                    configurations.append(("trainer", 1, functools.partial(
+                        _trainer_once, args, prepared, p * args.layout_envs, threads, batch_size)))
     if "ddp" in layouts:
         configurations += [("ddp", p, functools.partial(_ddp_once, args, prepared, p)) for p in args.processes]
     if "workers" in layouts:
@@ -442,13 +462,15 @@ def _ddp_once(args, prepared: PreparedMarket, processes: int) -> dict:
             "env_steps_per_s": sum(value for kind, _, value in answers if kind == "env"), **main}
 
 
-def _trainer_once(args, prepared: PreparedMarket, num_envs: int, threads: int = 1) -> dict:
-    config = _loop_config(num_envs, torch.device(args.device), args.loop_iterations + 1)
+def _trainer_once(args, prepared: PreparedMarket, num_envs: int, threads: int = 1,
+                  batch_size: int | None = None) -> dict:
+    config = _loop_config(num_envs, torch.device(args.device), args.loop_iterations + 1, batch_size=batch_size)
     context = SingleProcessContext(config.device)
     collector = _batched_collector(prepared.train, config, context, config.seed)
     with torch_threads(threads):  # the whole loop, rollout and update, on ``threads`` torch threads
         measured = _timed_train(prepared, config, collector, context)
-    return {"num_envs": config.num_envs, "envs_per_process": num_envs, "learner_threads": threads, **measured}
+    return {"num_envs": config.num_envs, "envs_per_process": num_envs, "learner_threads": threads,
+            "batch_size": config.batch_size, **measured}
 
 
 def _workers_once(args, prepared: PreparedMarket, processes: int, learner_threads: int | None = None) -> dict:
@@ -482,6 +504,8 @@ def run(args):
         raise InputError(f"--processes must be >= 1, got {args.processes}")
     if args.repeats < 1:
         raise InputError(f"--repeats must be >= 1, got {args.repeats}")
+    if any(size < 1 for size in args.trainer_batch_sizes or []):
+        raise InputError(f"--trainer-batch-sizes must be >= 1, got {args.trainer_batch_sizes}")
     prepared = market_with_stocks(load_market(), args.stocks)
     records = []
     for record in measure_layouts(args, prepared):

@@ -840,10 +840,14 @@ PPO_FORMATS = {"samples / iteration": "{:,.0f}", "minibatch": "{:,.0f}", "accoun
 
 def layout_box_value(scale: pd.DataFrame, scale_records: Sequence[dict], label: str) -> str:
     """A process layout's entry in the chapter's box: its speed-up against the fastest in-process trainer,
-    its verdict, and, where it runs another update (`other_update`), that the ratio is not like with like."""
+    the verdict of its rounds with its p-value after Holm's correction over all of ``scale``'s
+    comparisons (`scale_family`, as 8.4's table), and, where it runs another update (`other_update`),
+    that the ratio is not like with like."""
     row = scale.loc[label]
     different = other_update(scale, scale_records, label)
-    value = f"{row['speed-up']:.2f}×, {SHORT_VERDICTS.get(row['verdict'], row['verdict'])}"
+    holm_p = float(scale_family(scale, scale_records).loc[label, "p (Holm)"])
+    value = (f"{row['speed-up']:.2f}×, {SHORT_VERDICTS.get(row['verdict'], row['verdict'])} "
+             f"(adjusted p {holm_p:.2f}, Holm over {len(scale) - 1} comparisons)")
     if different:
         steps, size = optimiser_steps(scale, scale_records, label)
         base_steps, base_size = optimiser_steps(scale, scale_records, scale["baseline"].iloc[0])

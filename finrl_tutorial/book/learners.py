@@ -7,6 +7,8 @@ here turn the records into the chapter's tables, figures and folded method block
 * `ddp_labels`, `optimiser_steps`, `phase_seconds`, `plot_phases`, `measurement_note` — section
   5.5: where a DDP iteration's time goes, the optimiser steps behind each configuration, and how the
   record was measured (a collapsed block);
+* `like_with_like`, `control_note` — 5.5's control: two ranks against the in-process trainer that takes the same
+  optimiser steps;
 * `check_table`, `added_all_reduce`, `faster_device`, `plot_ddp_projection` — section 5.6: the cost model for ranks,
   its projection and the faster-device what-if;
 * `committed_rows` — the chapter's measured box;
@@ -77,7 +79,8 @@ def optimiser_steps(records: Iterable[dict], label: str) -> tuple[int, int]:
     default ``horizon_len``."""
     record = _record(records, label)
     ranks = int(record["processes"]) if record["layout"] == "ddp" else 1
-    per_rank = make_config("ppo", num_envs=int(record["envs_per_process"]))
+    sizes = {"batch_size": int(record["batch_size"])} if record.get("batch_size") else {}  # --trainer-batch-sizes
+    per_rank = make_config("ppo", num_envs=int(record["envs_per_process"]), **sizes)
     return per_rank.repeat_times * per_rank.num_minibatches, min(per_rank.batch_size, per_rank.rollout_size) * ranks
 
 
@@ -166,6 +169,55 @@ def speed_family(records: Iterable[dict], loaded_records: Iterable[dict]) -> pd.
     return holm_speed_tests({f"{one} ÷ {baseline}": round_ratios(records, one),
                              f"{two} ÷ {baseline}": round_ratios(records, two),
                              f"under load: {loaded_two} ÷ {loaded_base}": round_ratios(loaded_records, loaded_two)})
+
+
+def like_with_like(records: Iterable[dict]) -> pd.DataFrame:
+    """Chapter 5.5's like-with-like control, read from a ``bench scale`` record made with
+    ``--trainer-batch-sizes`` (`finrl_tutorial.book.scale.DDP_CONTROL_RECORD`): two DDP ranks
+    against the *control*, the in-process trainer that takes the same optimiser steps (as many
+    envs, minibatches as large as the ranks' averaged step, on as many threads as ranks); two
+    ranks against the fastest in-process trainer with the default minibatches (the chapter's
+    baseline); and the control against that baseline (what the larger minibatches alone change).
+    Tested together (`holm_speed_tests`); each row is named ``configuration ÷ baseline``, and
+    ``optimiser steps`` gives both sides' steps per iteration × samples per step."""
+    records = list(records)
+    table = speedups(records, layouts=list(LAYOUTS))
+    baseline, two = str(table["baseline"].iloc[0]), _ranks(table, 2)
+    steps, samples = optimiser_steps(records, two)
+    two_ranks = _record(records, two)
+    controls = [scale_label(r) for r in records if r.get("layout") == "trainer" and "phases" in r
+                and int(r["num_envs"]) == int(two_ranks["num_envs"])
+                and int(r.get("learner_threads") or 1) == int(two_ranks["processes"])
+                and optimiser_steps(records, scale_label(r)) == (steps, samples)]
+    if not controls:
+        raise InputError(f"the record holds no in-process trainer that takes {two}'s optimiser steps "
+                         f"({steps} of {samples:,} samples): run `bench scale --trainer-batch-sizes ...`")
+    control = controls[0]
+    pairs = [(two, control), (two, baseline), (control, baseline)]
+    family = holm_speed_tests({f"{label} ÷ {base}": round_ratios(records, label, baseline=base)
+                               for label, base in pairs})
+    family["optimiser steps"] = ["{} ÷ {}".format(*(f"{n} × {m:,}" for n, m in (optimiser_steps(records, label),
+                                                                               optimiser_steps(records, base))))
+                                 for label, base in pairs]
+    return family
+
+
+def control_note(records: Iterable[dict], name: str) -> object:
+    """Reads the control record ``name`` (`like_with_like`; its records passed in); returns a
+    collapsed *How the control was measured* block: the record, its date, machine and command, the
+    interleaved rounds and the load averages of its runs."""
+    records = list(records)
+    first, cores = records[0], int(records[0]["cpu_count"])
+    rounds = max(int(r.get("repeats", 1)) for r in records)
+    loads = run_loads(records, LAYOUTS)
+    return _dropdown("How the control was measured", [
+        f"* The record is `{name}`, measured on {first['date'][:10]} on {cores} CPU cores (torch "
+        f"{first['torch']}), with the default learner. Command: `{reader_command(first['command'])}`.",
+        f"* Every configuration ran {rounds} times in interleaved rounds; the 1-minute load average was "
+        f"{load_range(records, LAYOUTS)}" + (", below the number of cores: a quiet machine." if max(loads) < cores
+                                             else f" on {cores} cores: a busy machine's figures."),
+        "* Each ratio is taken round by round; the t-test on the log ratios and Holm's correction are "
+        "`ft.book.scale.holm_speed_tests`'s."])
 
 
 def check_table(check: pd.DataFrame) -> pd.DataFrame:

@@ -547,7 +547,7 @@ def _cell_columns(row: Mapping) -> dict:
 def learner_comparison(before: Mapping, today: Mapping, budget: int = 300_000,
                        cells: Sequence[tuple[float, int]] = ((0.05, 30), (0.03, 30), (0.05, 100))) -> pd.DataFrame:
     """The realistic cells of two ``bench learn`` records at one budget, the plain learner's
-    (``before``: GAE λ 0.95, neither baseline of chapter 3.0) beside the default learner's
+    (``before``: GAE λ 0.95, neither baseline of chapter 3.4) beside the default learner's
     (``today``), each group of markets apart: one row per (ic, stocks, markets, learner: ``plain`` or
     ``default``), from `finrl_tutorial.bench.learn.summarize` on that group's runs of ``budget``
     env-steps (checkpoint chosen on validation). Columns: the agent's mean test excess over
@@ -1473,12 +1473,12 @@ def work_table(record: Mapping, market: str = "sample") -> pd.DataFrame:
 
 
 def sweep_box(live: Mapping, live_variants: Sequence[str], cost: Mapping, kl_ratio: float, trainer_base: pd.Series,
-              rounds: int, record_name: str, noise_pbo: float, edge_pbo: float, record: Mapping, tests: pd.DataFrame,
+              rounds: int, record_name: str, record: Mapping, tests: pd.DataFrame,
               sample_fit: pd.Series, synthetic_fit: pd.DataFrame):
-    """The box at the end of chapter 2: this run's live sweep, update costs, drift, base cost and
-    PBO example; the committed record's verdicts per market, what survives Holm's correction and the
-    deflated Sharpe of the best checkpoint, and how far repeat_times=16 moved the policy at full size.
-    Returns a `MeasuredBox`."""
+    """The box at the end of chapter 2: this run's live sweep, update costs, drift and base cost; the
+    committed record's verdicts per market, what survives Holm's correction and the deflated Sharpe
+    of the best checkpoint, and how far repeat_times=16 moved the policy at full size. (The PBO
+    demonstration runs on the reference page *Selection and overfitting*.) Returns a `MeasuredBox`."""
     survivors = tests[~tests["holm_verdict"].isin(NO_CALL)]
 
     def verdicts_of(market):
@@ -1497,7 +1497,6 @@ def sweep_box(live: Mapping, live_variants: Sequence[str], cost: Mapping, kl_rat
             "approx KL, repeat_times=16 vs base (live sweep)": f"{kl_ratio:.1f}× the base's",
             "base cost per 10,000 samples": f"{cost['per_10k'].loc['base'].sum():.2f} s here (median of {rounds} "
                                             f"rounds), {trainer_base.sum():.2f} s in {record_name}",
-            "PBO, 20 strategies, 10 draws": f"noise {noise_pbo:.2f}, one edge {edge_pbo:.2f}",
         },
         committed={
             "bench_sweep.json": f"{record['date']}, seeds {record['seeds']}, {record['total_steps']:,} env-steps per run",

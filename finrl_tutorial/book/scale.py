@@ -35,7 +35,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from ..bench.scale import PHASES, scale_label
+from ..bench.scale import PHASES, default_minibatches, scale_label
 from ..errors import InputError
 
 SCALE_RECORD = "bench_scale_quiet.jsonl"
@@ -44,6 +44,10 @@ load average; the chapters print them)."""
 
 LOADED_SCALE_RECORD = "bench_scale.jsonl"
 """The same command on the same 2-core machine under heavy load: what load does, not speed."""
+
+DDP_CONTROL_RECORD = "bench_scale_ddp_control.jsonl"
+"""A ``bench scale`` record of two DDP ranks beside in-process trainers with both minibatch sizes
+(``--trainer-batch-sizes 1024 2048``): chapter 5.5's like-with-like control (2 CPU cores, quiet)."""
 
 BASELINE_LAYOUT = "trainer"
 """The single-process configuration every speed-up of the scale-out chapters is measured against."""
@@ -75,8 +79,10 @@ def _loads(record: dict) -> list[float]:
 
 
 def fastest_single_process(records: Iterable[dict], key: str = "samples_per_s") -> dict:
-    """The in-process trainer record with the highest median ``key``: the baseline of `speedups`."""
-    trainers = [r for r in _records(records, key) if r["layout"] == BASELINE_LAYOUT]
+    """The in-process trainer record with the highest median ``key``, among those with PPO's default
+    minibatches (a trainer with larger ones runs another update: a control, not the baseline): the
+    baseline of `speedups`."""
+    trainers = [r for r in _records(records, key) if r["layout"] == BASELINE_LAYOUT and default_minibatches(r)]
     if not trainers:
         raise InputError(f"the records hold no {BASELINE_LAYOUT!r} layout with {key}: run "
                          "`python -m finrl_tutorial bench scale --layouts trainer ...` to measure the baseline")
