@@ -161,6 +161,21 @@ def test_the_learning_rows_read_the_pathwise_records():
     assert "(on a one-day problem 0.11 of the score function's variance" in ppo  # chapter 3.0 checks the 0.11 live
 
 
+def test_the_short_findings_read_the_learning_records():
+    short = INTRO[INTRO.index("**In short**"):INTRO.index("One finding per chapter")]
+    realistic, pathwise = read_records("bench_learn_realistic.json")[0], read_records("bench_learn_pathwise.json")[0]
+    table = learning.learner_comparison(realistic, pathwise)
+    groups = [table.loc[(0.05, 100, markets, "default")] for markets in ("0-4", "100-104")]
+    assert all(group["beats buy-and-hold"] == "5 of 5" for group in groups)
+    confirm = learning.pooled_capture_interval(read_records("bench_learn_confirm100.json")[0]["cases"], 300_000)
+    captures = [group["informed oracle captured (pooled)"] for group in groups] + [confirm["pooled"]]
+    assert "all 15 markets tried (5 of them\n  among the markets its defaults were chosen on, 10 unseen)" in short
+    assert f"({min(captures):.2f} to {max(captures):.2f} of the best such rule's excess, by group of five)" in short
+    planted = ft.book.demo.planted_learning(read_records("bench_learn_default.json")[0], family="factor")
+    informed = planted.loc[300_000, "informed oracle's excess captured"]  # 1.9's record at the default budget
+    assert f"it earned {informed:.2f} times the\n  best such rule's excess" in short
+
+
 def test_the_ppo_row_and_the_control_sentence_read_the_default_learners_planted_record():
     ppo, demo = _row("03_single_file_ppo"), _row("01_finding_an_edge")
     default = read_records("bench_learn_default.json")[0]

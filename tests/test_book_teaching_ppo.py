@@ -351,7 +351,7 @@ def test_chapter_box_states_this_run_and_the_committed_intervals(learn):
     assert len(without.rows) == len(box.rows) - 1
     assert rows["PPO vs A2C, test capture (one market, one seed)"] == "PPO 0.50, A2C -0.25"
     assert rows["agents/ppo.py, as installed"] == f"{len(inspect.getsource(ft.agents.ppo).splitlines())} lines"
-    assert rows["one update on a 512-sample rollout"] == "16 minibatches, clip fraction 4.0e-02"
+    assert rows["one update on a 512-sample rollout"] == "16 gradient steps (minibatches × epochs), clip fraction 4.0e-02"
     ratio = rows["policy-gradient variance, baseline V(s) / none (one day, 64 states)"]
     assert float(ratio) == pytest.approx(teaching_ppo.variance_ratio(gradients), abs=0.005)
     z = gradients["z (mean − exact, in standard errors)"]

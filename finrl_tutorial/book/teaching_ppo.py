@@ -440,7 +440,7 @@ def chapter_box(comparison: pd.DataFrame, budget: int, file_lines: pd.DataFrame,
             "PPO vs A2C, test capture (one market, one seed)": ", ".join(f"{a} {v:.2f}" for a, v in capture.items()),
             "env-steps per run": f"{budget:,}",
             "agents/ppo.py, as installed": f"{int(file_lines.loc['agents/ppo.py', 'lines'])} lines",
-            "one update on a 512-sample rollout": f"{losses['loss/minibatches']} minibatches, "
+            "one update on a 512-sample rollout": f"{losses['loss/minibatches']} gradient steps (minibatches × epochs), "
                                                  f"clip fraction {losses['loss/clip_fraction']:.1e}",
             "policy-gradient variance, baseline V(s) / none (one day, 64 states)": f"{variance_ratio(gradients):.2f}",
             "score-function mean minus exact gradient, in standard errors (3.0)": z_text,
