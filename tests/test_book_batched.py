@@ -155,15 +155,37 @@ def test_process_rounds_divides_the_two_processes_by_the_faster_single_setup_of_
         num_stocks = 15
 
     one = iter([100.0, 50.0, 100.0, 140.0])  # round 1: 1 thread faster; round 2: all threads faster
-    monkeypatch.setattr(batched, "_env_processes", lambda count, n, seconds, stocks: [
+    from finrl_tutorial.bench import processes
+
+    monkeypatch.setattr(processes, "env_processes", lambda count, n, seconds, stocks: [
         {"num_envs": n, "env_steps_per_s": 60.0}] * count)
-    monkeypatch.setattr(batched, "_one_process", lambda market, n, seconds, threads: next(one))
-    monkeypatch.setattr(batched.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(processes, "one_process", lambda market, n, seconds, threads: next(one))
+    monkeypatch.setattr(processes.os, "cpu_count", lambda: 2)
     rounds = batched.process_rounds(Market(), 8, rounds=2, seconds=0.1)
     assert list(rounds[batched.RATIO]) == pytest.approx([120 / 100, 120 / 140])
     assert rounds.attrs["num_envs"] == 8 and rounds.attrs["cores"] == 2 and len(rounds.attrs["records"]) == 2
     assert list(rounds.columns[:3]) == ["1 process × 16, 1 thread", "1 process × 16, 2 threads", "2 processes × 8 (sum)"]
     assert "--num-envs 8" in rounds.attrs["command"]
+
+
+def test_a_committed_process_record_reads_like_the_live_rounds_with_holm_over_its_sizes():
+    def record(n, two, one, one_all):
+        return {"bench": "processes", "num_envs": n, "accounts": 2 * n, "cores": 2, "seconds": 2.0,
+                "rounds": [{"two_processes": t, "two_process_rates": [t / 2, t / 2], "one_process_one_thread": o,
+                            "one_process_all_threads": a, "loadavg": [1.0, 1.0, 1.0]}
+                           for t, o, a in zip(two, one, one_all)]}
+
+    records = [record(1024, [180, 170, 175], [100, 100, 100], [90, 110, 95]),
+               record(8192, [90, 120, 100], [100, 100, 100], [80, 80, 80])]
+    frame = batched.rounds_frame(records[0])
+    assert list(frame[batched.RATIO]) == pytest.approx([1.8, 170 / 110, 1.75])  # the faster single setup per round
+    reading = batched.process_record_reading(records, fit={"call_seconds": 1e-3, "account_seconds": 1e-6})
+    assert list(reading.index) == ["2 processes × 1,024", "2 processes × 8,192"]
+    assert list(reading["verdict"]) == ["faster", "inconclusive"]
+    assert reading.loc["2 processes × 8,192", "÷ 1 process on 1 thread, min"] == pytest.approx(0.9)
+    assert (reading["p (Holm)"] >= 0).all() and reading.loc["2 processes × 1,024", "p (Holm)"] < 0.05
+    assert reading.loc["2 processes × 1,024", "projected"] == pytest.approx((1e-3 + 2048e-6) / (1e-3 + 1024e-6))
+    assert len(frame.attrs["records"]) == 3 and frame.attrs["records"][0][0] == {"num_envs": 1024, "env_steps_per_s": 90}
 
 
 @pytest.mark.parametrize("two, verdict", [([1.2e5, 1.3e5, 1.1e5], "faster"), ([0.5e5, 0.6e5, 0.7e5], "slower"),

@@ -78,6 +78,11 @@ def test_the_vecenv_row_reads_the_quiet_and_loaded_records(quiet):
             f"made {committed['two processes']['speed-up']:.2f}× the env-steps/s of one process",
             f"at {vmap_fixed:.2f}× the batched env's fixed cost")
     assert all(part in row for part in said), said
+    above = batched.process_record_reading(read_records(batched.PROCESSES_RECORD))  # the rounds record of 6.5
+    medians = [f"{above.loc[f'2 processes × {n:,}', '÷ faster 1 process, median']:.2f}× at {n:,} accounts each"
+               for n in (1024, 8192)]
+    assert set(above["verdict"]) == {"faster"} and set(above["rounds"]) == {5}
+    assert f"in five rounds on a quiet machine, {medians[0]} and {medians[1].replace(' accounts each', '')}, faster in every round" in row
 
 
 def test_the_own_data_row_reads_the_factor_record():

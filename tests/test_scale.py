@@ -462,6 +462,20 @@ def test_bench_scale_times_the_trainer_at_each_minibatch_size_and_keeps_the_defa
         list(bench.run(build_parser().parse_args(argv[:-2] + ["--trainer-batch-sizes", "0", "--out", str(tmp_path)])))
 
 
+def test_bench_processes_times_two_processes_and_one_in_each_round():
+    from finrl_tutorial import bench
+    from finrl_tutorial.cli import build_parser
+
+    argv = ["bench", "processes", "--num-envs", "2", "--rounds", "2", "--seconds", "0.05", "--stocks", "3"]
+    record, = list(bench.run(build_parser().parse_args(argv)))
+    assert (record["bench"], record["num_envs"], record["accounts"], record["stocks"]) == ("processes", 2, 4, 3)
+    assert len(record["rounds"]) == 2 and "date" in record and "cpu_count" in record
+    for row in record["rounds"]:
+        assert len(row["two_process_rates"]) == 2 and row["two_processes"] == pytest.approx(sum(row["two_process_rates"]))
+        assert row["one_process_one_thread"] > 0 and len(row["loadavg"]) == 3
+    assert record["command"]  # bench.run names the command that made it
+
+
 def test_like_with_like_finds_the_trainer_that_takes_the_ranks_optimiser_steps():
     from finrl_tutorial.book import learners, read_records
     from finrl_tutorial.book import scale as book_scale

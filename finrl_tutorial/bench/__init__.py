@@ -1,4 +1,4 @@
-"""Benchmarks: ``python -m finrl_tutorial bench env|train|scale|gpu|peers|learn|sweep|walkforward``, one JSON line per run.
+"""Benchmarks: ``python -m finrl_tutorial bench env|processes|train|scale|gpu|peers|learn|sweep|walkforward``, one JSON line per run.
 
 Speed is measured here, never in unit tests. Every record carries the machine and the date
 (`machine`, from `finrl_tutorial.provenance`) so a number can be traced to where it was measured. The bench measures and writes records;
@@ -14,13 +14,13 @@ import torch
 
 from ..provenance import machine
 from .common import market_with_stocks, timed
-from . import env, gpu, learn, peers, scale, sweep, train, walkforward
+from . import env, gpu, learn, peers, processes, scale, sweep, train, walkforward
 from .env import measure_env
 from .scale import scale_label
 from .train import measure_loop
 from .sweep import default_variants, factor_bars, log_volume_ratio, plot_sweep, run_sweep  # chapters 2, 7
 
-KINDS = {"env": env, "train": train, "scale": scale, "gpu": gpu, "peers": peers, "learn": learn, "sweep": sweep,
+KINDS = {"env": env, "processes": processes, "train": train, "scale": scale, "gpu": gpu, "peers": peers, "learn": learn, "sweep": sweep,
          "walkforward": walkforward}
 """``bench <kind>`` → the module that measures it."""
 

@@ -8,25 +8,23 @@ numbers, the rounds of `process_rounds` and the committed records (the quiet and
 ``bench scale`` records of `finrl_tutorial.book.scale`, and the H200 anchors of `GPU_RECORD`) into
 the chapter's figures, tables and folded method notes; the chapter's prose is Markdown, checked
 by hidden cells against these readings. Each ``N×`` a table states names what it is a multiple of. Only `process_rounds`
-measures; everything else is a pure reading.
+measures (through `finrl_tutorial.bench.processes`); everything else is a pure reading.
 """
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 
 import numpy as np
 import pandas as pd
-import torch
 
-from ..bench.env import measure_env
+from ..bench.processes import measure_rounds
 from ..bench.scale import loadavg, scale_label
 from ..errors import InputError
 from .cli import cli_command
 from .folded import MethodNote, how_measured
 from .report import code_spans
-from .scale import LOADED_SCALE_RECORD, SCALE_RECORD, SPEED_TIE_MARGIN, fit_per_call, speed_verdict, speedups
+from .scale import (LOADED_SCALE_RECORD, SCALE_RECORD, SPEED_TIE_MARGIN, fit_per_call, holm_speed_tests,
+                    speed_verdict, speedups)
 
 GPU_RECORD = "anchors_elegantrl_h200.jsonl"
 """The committed measurement of other envs on one NVIDIA H200 (chapter 6.6)."""
@@ -186,29 +184,6 @@ def call_costs(records, largest: int = 16_384) -> pd.DataFrame:
 
 # --- 6.5: several processes, each with a batched env -----------------------------------------------
 
-def _env_processes(count: int, num_envs: int, seconds: float, stocks: int) -> list[dict]:
-    """Start ``count`` ``python -m finrl_tutorial bench env`` (one torch thread each) at once; their records."""
-    command = cli_command("bench", "env", "--env", "vec", "--num-envs", num_envs, "--seconds", seconds,
-                          "--stocks", stocks)
-    running = [subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=os.environ | {"OMP_NUM_THREADS": "1"})
-               for _ in range(count)]
-    outputs = [process.communicate(timeout=300)[0] for process in running]
-    for process in running:
-        if process.returncode != 0:
-            raise InputError(f"`{' '.join(command[1:])}` failed with exit code {process.returncode}")
-    return [json.loads(output.strip().splitlines()[-1]) for output in outputs]
-
-
-def _one_process(market, num_envs: int, seconds: float, threads: int) -> float:
-    """env-steps/s of the batched env of ``num_envs`` accounts in this process on ``threads`` torch threads."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        return measure_env("vec", market, num_envs, seconds=seconds)["env_steps_per_s"]
-    finally:
-        torch.set_num_threads(previous)
-
-
 def process_rounds(market, num_envs: int, rounds: int = 3, seconds: float = 2.0) -> pd.DataFrame:
     """Measure, ``rounds`` times, two processes each running the batched env with ``num_envs``
     accounts at the same moment (two ``python -m finrl_tutorial bench env`` commands, each measuring
@@ -218,25 +193,59 @@ def process_rounds(market, num_envs: int, rounds: int = 3, seconds: float = 2.0)
     `RATIO`, the two processes ÷ the faster single-process setup of the same round. ``attrs`` keep
     the column names (``"one"``, ``"one_all"``, ``"two"``), ``num_envs``, ``cores``, ``seconds``, the
     command and each round's two process records (``"records"``)."""
-    cores = os.cpu_count() or 1
+    record = measure_rounds(market, num_envs, rounds=rounds, seconds=seconds)  # interleaved rounds
+    record["command"] = "python " + " ".join(cli_command("bench", "env", "--env", "vec", "--num-envs", num_envs,
+                                                         "--seconds", 2 * seconds + 1, "--stocks",
+                                                         market.num_stocks)[1:])
+    return rounds_frame(record)
+
+
+def rounds_frame(record: dict) -> pd.DataFrame:
+    """A ``bench processes`` record (or `process_rounds`' own) as the table `process_rounds` returns:
+    one row per round with the three rates, the load average at the round's end and `RATIO`."""
+    num_envs, cores = int(record["num_envs"]), int(record["cores"])
     one, one_all = f"1 process × {2 * num_envs:,}, 1 thread", f"1 process × {2 * num_envs:,}, {cores} threads"
     two = f"2 processes × {num_envs:,} (sum)"
-    threads = {one: 1, one_all: cores} if cores > 1 else {one: 1}
-    rows, records = [], []
-    for _ in range(rounds):  # interleaved: a slow spell of the machine hits every layout alike
-        together = _env_processes(2, num_envs, 2 * seconds + 1, market.num_stocks)
-        row = {label: _one_process(market, 2 * num_envs, seconds, count) for label, count in threads.items()}
-        load = (loadavg() or [float("nan")])[0]
-        rows.append(row | {two: sum(r["env_steps_per_s"] for r in together), "load average": load})
-        records.append(together)
+    columns = {"one_process_one_thread": one, "one_process_all_threads": one_all, "two_processes": two}
+    rows = [{label: row[key] for key, label in columns.items() if key in row}
+            | {"load average": (row.get("loadavg") or [float("nan")])[0]} for row in record["rounds"]]
     table = pd.DataFrame(rows).rename_axis("round")
-    table[RATIO] = table[two] / table[list(threads)].max(axis=1)
+    singles = [label for label in (one, one_all) if label in table]
+    table[RATIO] = table[two] / table[singles].max(axis=1)
     table.attrs.update({"one": one, "one_all": one_all if cores > 1 else one, "two": two, "num_envs": num_envs,
-                        "cores": cores, "seconds": seconds, "records": records,
-                        "command": "python " + " ".join(cli_command("bench", "env", "--env", "vec", "--num-envs",
-                                                                    num_envs, "--seconds", 2 * seconds + 1,
-                                                                    "--stocks", market.num_stocks)[1:])})
+                        "cores": cores, "seconds": record["seconds"],
+                        "records": [[{"num_envs": num_envs, "env_steps_per_s": rate} for rate in row["two_process_rates"]]
+                                    for row in record["rounds"]],
+                        "command": record.get("command", "")})
     return table
+
+
+PROCESSES_RECORD = "bench_processes_quiet.jsonl"
+"""The committed ``bench processes`` record (6.5): two processes of 1,024 and of 8,192 accounts each
+against one process with all their accounts, 5 interleaved rounds each, on a quiet 2-core machine."""
+
+
+def process_record_reading(records, fit: dict | None = None) -> pd.DataFrame:
+    """Each size of a committed ``bench processes`` record (`PROCESSES_RECORD`), one row: the
+    accounts per process and in all, the rounds' ratios of two processes ÷ the faster single-process
+    setup of the same round (`RATIO`: median, min, max) and ÷ the one-thread process alone (min,
+    max: a baseline fixed before the rounds), the verdict of the rounds (`speed_verdict`), the
+    t-test's p on the log ratios after Holm's correction over the sizes (`holm_speed_tests`), the
+    range of load averages at the rounds' ends and, given a `fit_per_call` fit ``fit``, the cost
+    model's projection for that size (`projected_ratio`)."""
+    frames = {int(record["num_envs"]): rounds_frame(record) for record in records}
+    family = holm_speed_tests({n: frame[RATIO].astype(float).tolist() for n, frame in frames.items()})
+    rows = {}
+    for n, frame in frames.items():
+        ratios, alone = frame[RATIO].astype(float), frame[frame.attrs["two"]] / frame[frame.attrs["one"]]
+        rows[f"2 processes × {n:,}"] = {
+            "accounts per process": n, "accounts in all": 2 * n, "rounds": len(frame),
+            "÷ faster 1 process, median": float(ratios.median()), "min": float(ratios.min()), "max": float(ratios.max()),
+            "÷ 1 process on 1 thread, min": float(alone.min()), "÷ 1 process on 1 thread, max": float(alone.max()),
+            "verdict": speed_verdict(ratios), "p (Holm)": float(family.loc[n, "p (Holm)"]),
+            "load average": _range(float(frame["load average"].min()), float(frame["load average"].max())),
+            **({"projected": projected_ratio(fit, n)} if fit else {})}
+    return pd.DataFrame.from_dict(rows, orient="index")
 
 
 def _layouts(rounds: pd.DataFrame) -> list[str]:
@@ -498,11 +507,16 @@ def _faster_count(ratios: list[float], margin: float = SPEED_TIE_MARGIN) -> str:
     return f"{faster} of the {len(ratios)} comparisons made" + (f", within ±{margin:.0%} of the other in {close}" if close else "")
 
 
-def box_contents(result: dict, gpu: dict) -> dict:
-    """The keyword arguments of `finrl_tutorial.book.measured_box` for chapter 6, from `answer` and
-    `gpu_reading`: this run's ratios, each naming its baseline, the committed ones with their
-    records, and what they do and do not show."""
+def box_contents(result: dict, gpu: dict, above: pd.DataFrame | None = None) -> dict:
+    """The keyword arguments of `finrl_tutorial.book.measured_box` for chapter 6, from `answer`,
+    `gpu_reading` and, if given, `process_record_reading` of `PROCESSES_RECORD` (``above``): this
+    run's ratios, each naming its baseline, the committed ones with their records, and what they do
+    and do not show."""
     run, c = result["rounds"], result["committed"]
+    rounds_record = {} if above is None else {
+        f"{PROCESSES_RECORD}, {label} ÷ faster 1 process × {int(row['accounts in all']):,} (1 or 2 threads)":
+            f"median {row['÷ faster 1 process, median']:.2f}×, rounds {_range(row['min'], row['max'])}×: {row['verdict']} "
+            f"(adjusted p {row['p (Holm)']:.3f})" for label, row in above.iterrows()}
     n = run["num_envs"]
     elegant = gpu["elegant"]
     return {
@@ -527,6 +541,7 @@ def box_contents(result: dict, gpu: dict) -> dict:
             f"{SCALE_RECORD}, projection (its own fit, not a measurement): 2 processes × {c['per process']:,} ÷ "
             f"1 process × {c['accounts']:,}": f"{c['projected']:.2f}×; measured "
                                               f"{c['two processes']['speed-up'] / c['projected']:.2f} of it",
+            **rounds_record,
             f"{GPU_RECORD} ({gpu['meta']['date']}, one H200: another device, another program)":
                 f"ElegantRL's StockTradingVecEnv {elegant.max():,.0f} env-steps/s at {elegant.idxmax():,} accounts",
         },
