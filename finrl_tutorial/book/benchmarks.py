@@ -99,7 +99,8 @@ def sources_table(names: Mapping[str, str] = CHAPTER_RECORDS) -> pd.DataFrame:
 
 
 #: Committed records that run no learner of this package.
-NO_LEARNER = {"bench_env.jsonl": "none (the env alone)", "anchors_elegantrl_h200.jsonl": "none (ElegantRL's, on a GPU)"}
+NO_LEARNER = {"bench_env.jsonl": "none (the env alone)", "bench_processes_quiet.jsonl": "none (the env alone)",
+              "anchors_elegantrl_h200.jsonl": "none (ElegantRL's, on a GPU)"}
 
 
 PLAIN_BY_SET = parse_overrides(list(PLAIN_LEARNER_SET[1:]))
