@@ -344,3 +344,16 @@ def test_chapter_box_names_its_records_and_recomputes_the_committed_verdict(repo
     assert "package of" not in full and "see How this was measured" in full  # the sweep's package: said once, folded
     assert "5 of its 5 seeds end at or below the untrained network's test Sharpe" in full  # the record's own count
     assert "stay close" not in full
+
+
+def test_each_seed_is_set_against_its_own_rebuilt_untrained_network(prepared):
+    report = ft.book.read_records(demo.MAIN_JOB_RECORD)[0]
+    own = demo.against_own_untrained(report, prepared)
+    assert list(own.index) == report["seeds"]
+    assert own["its untrained network"].mean() == pytest.approx(report["baselines"]["untrained_agent"]["sharpe_ratio"],
+                                                                abs=1e-9)  # the report's networks, rebuilt
+    assert list(own["trained"]) == [report["agent_per_seed"][str(s)]["sharpe_ratio"] for s in report["seeds"]]
+    assert own["trained − untrained"].equals(own["trained"] - own["its untrained network"])
+    other = report | {"baselines": report["baselines"] | {"untrained_agent": {"sharpe_ratio": 1.0}}}
+    with pytest.raises(ValueError, match="not the networks the report started from"):
+        demo.against_own_untrained(other, prepared)

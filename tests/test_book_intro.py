@@ -217,6 +217,10 @@ def test_the_demo_row_reads_the_default_learners_walk_forward():
     assert all(abs(difference) < 0.25 for seed, difference in enumerate(differences) if seed != 2)
     assert "the five trained seeds end below their untrained networks' mean" in first_page and "[ties](glossary.md#tie) buy-and-hold's" in first_page
     five = read_records(ft.book.demo.MAIN_JOB_RECORD)[0]  # "the five trained seeds end below the untrained network and tie"
+    own = ft.book.demo.against_own_untrained(five, ft.load_market())  # each seed against its own untrained network
+    paired = learning.paired_test(own["trained − untrained"])
+    assert paired["positive"] == 0 and (f"(each below its own, by {-paired['mean']:.3f} Sharpe on average "
+                                        f"[{paired['low']:+.3f}, {paired['high']:+.3f}] over the seeds)").replace("-", "−") in first_page
     assert ft.metrics.stored_verdict(five["sharpe_vs_buy_and_hold"]) == "tie"
     assert all(seed["sharpe_ratio"] < five["baselines"]["untrained_agent"]["sharpe_ratio"]
                for seed in five["agent_per_seed"].values())

@@ -303,6 +303,34 @@ def seeds_below_hold(report: Mapping) -> tuple[int, int]:
     return sum(sharpe < hold for sharpe in seeds), len(seeds)
 
 
+def against_own_untrained(report: Mapping, prepared) -> pd.DataFrame:
+    """Each seed of a ``run_experiment`` report set against its *own* untrained network: the report
+    keeps each trained seed's test metrics but only the mean of the untrained ones, so each seed's
+    untrained network is rebuilt here (`initial_agent`: the same seed, config and market, which gives
+    the same weights) and backtested on ``prepared``'s test split with the report's env settings. One
+    row per seed: the trained and the untrained test Sharpe and their difference. Raises if the
+    rebuilt networks' mean Sharpe differs from the report's (then they are not the report's networks)."""
+    from ..backtest.runner import agent_policy, backtest
+    from ..agents import make_config
+    from ..training.checkpoint import env_config_from_dict
+    from ..training.trainer import initial_agent
+
+    config = make_config(report["config"].get("algo", "ppo"), **{k: v for k, v in report["config"].items() if k != "algo"})
+    env_config = env_config_from_dict(report["env_config"])
+    rows = {}
+    for seed in report["seeds"]:
+        untrained = initial_agent(prepared.train, dataclasses.replace(config, seed=seed), env_config).eval()
+        sharpe = backtest(agent_policy(untrained), prepared.test, env_config).metrics["agent"]["sharpe_ratio"]
+        trained = report["agent_per_seed"][str(seed)]["sharpe_ratio"]
+        rows[seed] = {"trained": trained, "its untrained network": sharpe, "trained − untrained": trained - sharpe}
+    table = pd.DataFrame.from_dict(rows, orient="index").rename_axis("seed")
+    recorded = report["baselines"]["untrained_agent"]["sharpe_ratio"]
+    if not np.isclose(table["its untrained network"].mean(), recorded, rtol=0, atol=1e-9):
+        raise ValueError(f"the rebuilt untrained networks' mean test Sharpe {table['its untrained network'].mean():.6f} "
+                         f"is not the report's {recorded:.6f}: they are not the networks the report started from")
+    return table
+
+
 def committed_table(report: Mapping, per_seed: bool = False) -> pd.DataFrame:
     """The committed ``report``'s test-year rows: the agent (mean of its seeds) and each baseline,
     with return, Sharpe, drawdown and daily turnover, rounded to 3 decimals; with ``per_seed``, one
