@@ -87,9 +87,7 @@ def measure_rounds(market, num_envs: int, rounds: int = 5, seconds: float = 2.0)
             "cores": cores, "seconds": seconds, "rounds": measured}
 
 
-def run(args):
-    if any(n < 1 for n in args.num_envs):
-        raise InputError(f"--num-envs must be >= 1, got {args.num_envs}")
+def run(args):  # --num-envs, --rounds and --seconds are checked by their argument types
     market = market_with_stocks(load_market().train, args.stocks)  # as `bench env` widens it
     for num_envs in args.num_envs:
         yield measure_rounds(market, num_envs, args.rounds, args.seconds) | machine()

@@ -237,12 +237,12 @@ def process_record_reading(records, fit: dict | None = None) -> pd.DataFrame:
     family = holm_speed_tests({n: frame[RATIO].astype(float).tolist() for n, frame in frames.items()})
     rows = {}
     for n, frame in frames.items():
-        ratios, alone = frame[RATIO].astype(float), frame[frame.attrs["two"]] / frame[frame.attrs["one"]]
+        reading, alone = rounds_reading(frame), frame[frame.attrs["two"]] / frame[frame.attrs["one"]]
         rows[f"2 processes × {n:,}"] = {
-            "accounts per process": n, "accounts in all": 2 * n, "rounds": len(frame),
-            "÷ faster 1 process, median": float(ratios.median()), "min": float(ratios.min()), "max": float(ratios.max()),
+            "accounts per process": n, "accounts in all": 2 * n, "rounds": len(frame), "cores": reading["cores"],
+            "÷ faster 1 process, median": reading["median"], "min": reading["low"], "max": reading["high"],
             "÷ 1 process on 1 thread, min": float(alone.min()), "÷ 1 process on 1 thread, max": float(alone.max()),
-            "verdict": speed_verdict(ratios), "p (Holm)": float(family.loc[n, "p (Holm)"]),
+            "verdict": reading["verdict"], "p (Holm)": float(family.loc[n, "p (Holm)"]),
             "load average": _range(float(frame["load average"].min()), float(frame["load average"].max())),
             **({"projected": projected_ratio(fit, n)} if fit else {})}
     return pd.DataFrame.from_dict(rows, orient="index")
@@ -514,7 +514,7 @@ def box_contents(result: dict, gpu: dict, above: pd.DataFrame | None = None) -> 
     and do not show."""
     run, c = result["rounds"], result["committed"]
     rounds_record = {} if above is None else {
-        f"{PROCESSES_RECORD}, {label} ÷ faster 1 process × {int(row['accounts in all']):,} (1 or 2 threads)":
+        f"{PROCESSES_RECORD}, {label} ÷ faster 1 process × {int(row['accounts in all']):,} (1 or {int(row['cores'])} threads)":
             f"median {row['÷ faster 1 process, median']:.2f}×, rounds {_range(row['min'], row['max'])}×: {row['verdict']} "
             f"(adjusted p {row['p (Holm)']:.3f})" for label, row in above.iterrows()}
     n = run["num_envs"]

@@ -311,11 +311,10 @@ def against_own_untrained(report: Mapping, prepared) -> pd.DataFrame:
     row per seed: the trained and the untrained test Sharpe and their difference. Raises if the
     rebuilt networks' mean Sharpe differs from the report's (then they are not the report's networks)."""
     from ..backtest.runner import agent_policy, backtest
-    from ..agents import make_config
-    from ..training.checkpoint import env_config_from_dict
+    from ..training.checkpoint import agent_config_from_dict, env_config_from_dict
     from ..training.trainer import initial_agent
 
-    config = make_config(report["config"].get("algo", "ppo"), **{k: v for k, v in report["config"].items() if k != "algo"})
+    config = agent_config_from_dict(report["config"])
     env_config = env_config_from_dict(report["env_config"])
     rows = {}
     for seed in report["seeds"]:
