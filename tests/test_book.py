@@ -58,7 +58,7 @@ GLOSSARY_TERMS = ("sharpe", "sortino", "calmar", "daily-turnover", "approximate-
                   "survivorship-bias", "non-overlap-rule-and-holm-correction",
                   "block-bootstrap-and-confidence-interval", "tie", "inconclusive", "walk-forward",
                   "information-coefficient-ic", "signal-rule", "informed-oracle", "deflated-sharpe-ratio", "probability-of-backtest-overfitting-pbo",
-                  "policy-value-and-advantage", "truncation-and-termination", "committed-record", "a-share-trading-terms")
+                  "policy-value-and-advantage", "truncation-and-termination", "record", "a-share-trading-terms")
 #: The machine() keys a JSON-lines record carries at its top level (or inside a ``machine`` dict).
 MACHINE_KEYS = ("cpu_count", "platform", "torch")
 REPO_URL = CONFIG["repository"]["url"].rstrip("/")
@@ -437,7 +437,7 @@ def test_measured_box_displays_as_an_html_table():
     page = shown["text/html"]
     assert page.count("<table") == 1 and "| |" not in page and "---" not in page
     assert "<td>live &lt;run&gt;</td><td>1.5× &amp; more</td>" in page and "<td>bench_x.json</td>" in page
-    assert page.index(">This run (live)<") < page.index("live &lt;run&gt;") < page.index(">Full size (committed record)<")
+    assert page.index(">This run (live)<") < page.index("live &lt;run&gt;") < page.index(">Full size (record)<")
     assert "<em>Shows:</em> what it shows" in page and "<em>Does not show:</em> what it does not" in page
     assert all(part in str(box) for part in ("live <run>: 1.5× & more", "bench_x.json: 2026-01-01", "what it shows"))
     # in fast mode (a small budget) this run's numbers are labelled as a fast-mode run's, once, in the box

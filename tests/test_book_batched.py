@@ -258,7 +258,7 @@ def test_committed_rounds_get_their_verdict_instead_of_one_ratio():
     assert reading["fit"] == pytest.approx(fit_per_call([2, 8], [300.0, 1000.0]), nan_ok=True)
     result = batched.answer(_rate(), _rounds([0.9e5] * 3, [1e5] * 3, [0.5e5] * 3), reading,
                             fit_per_call(SIZES, [_rate()["vec"][n] for n in SIZES]))
-    assert result["paid"] == ["the quiet committed record", "the loaded committed record"]
+    assert result["paid"] == ["the quiet record", "the loaded record"]
 
 
 # --- 6.6 ---------------------------------------------------------------------------------------------

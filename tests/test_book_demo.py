@@ -162,7 +162,7 @@ def test_budget_table_compares_with_one_seed_of_the_committed_run(report):
     # a range over the seeds is labelled as one, and the row says it is per seed (not "one of the seeds")
     assert full["kept checkpoint's validation Sharpe"] == f"{min(valid):.2f} .. {max(valid):.2f} (the {seeds} seeds' range)"
     assert full["wall time"] == f"{report['wall_seconds'] / seeds:.0f} s (mean of the {seeds} seeds)"
-    assert table.index[1] == f"committed full-size run, per seed ({seeds} seeds)" and "one of" not in table.index[1]
+    assert table.index[1] == f"recorded full-size run, per seed ({seeds} seeds)" and "one of" not in table.index[1]
 
 
 def _log(entropy) -> pd.DataFrame:

@@ -818,3 +818,33 @@ def test_realistic_rows_and_the_plain_records_box_name_every_cell_and_longer_run
             "informed-oracle capture (pooled) 0.36; beats buy-and-hold on 5 of 5"}
     box = str(learning.plain_records_box(rows))
     assert "run to 900,000 env-steps" in box and "0.36" in box and "What this page read" in box
+
+
+def _network_case(stocks, seed, steps, excess, seconds, overrides=None):
+    """A `bench learn` case as `network_comparison` reads it: its market, length, config and test excess."""
+    return {"family": "factor", "ic": 0.05, "stocks": stocks, "seed": seed, "algo": "ppo", "total_steps": steps,
+            "train_seconds": seconds, "config": {"algo": "ppo", **(overrides or {})},
+            "curve": {"best": {str(steps): {"test_excess": excess}}}}
+
+
+def test_a_cheaper_network_is_read_against_the_default_on_its_own_markets():
+    small = {"hidden_sizes": [32]}
+    cases = [_network_case(30, seed, 300_000, 0.20 + 0.01 * seed, 100.0) for seed in range(4)]
+    cases += [_network_case(30, seed, 300_000, 0.10 + 0.01 * seed + 0.002 * (-1) ** seed, 40.0, small)
+              for seed in range(4)]
+    cases += [_network_case(30, seed, 900_000, 0.20 + 0.01 * seed + 0.003 * (-1) ** seed, 110.0, small)
+              for seed in range(3)]  # no run of market 3 at this length
+    cases += [_network_case(30, 9, 300_000, 0.5, 10.0, {"hidden_sizes": [16]})]  # another candidate: not read
+    per_step = learning.network_comparison({"cases": cases}, small)
+    assert list(per_step["rows"]["market"]) == [0, 1, 2, 3] and per_step["test"]["n"] == 4
+    assert per_step["test"]["mean"] == pytest.approx(-0.10) and per_step["test"]["high"] < 0
+    assert per_step["verdict"] == "falls behind" and per_step["time_ratio"] == pytest.approx(0.4)
+    same_time = learning.network_comparison({"cases": cases}, small, candidate_steps=900_000)
+    assert list(same_time["rows"]["market"]) == [0, 1, 2]  # only the markets both lengths ran
+    assert same_time["verdict"] == "keeps up" and same_time["time_ratio"] == pytest.approx(1.1)
+    assert learning.non_inferiority({"low": -0.08, "high": 0.02}, margin=0.05) == "inconclusive"
+    with pytest.raises(ValueError, match="fewer than two markets"):
+        learning.network_comparison({"cases": cases}, {"hidden_sizes": [8]})
+    table = learning.network_table({"cases": cases}, small, [(300_000, 300_000), (300_000, 900_000)])
+    assert list(table.index) == ["300,000 vs 300,000 env-steps", "900,000 vs 300,000 env-steps"]
+    assert list(table["verdict"]) == ["falls behind", "keeps up"] and list(table["ahead"]) == ["0 of 4", "2 of 3"]

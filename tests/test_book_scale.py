@@ -174,6 +174,12 @@ def test_peer_ppo_layouts_give_the_gradient_steps_per_sample_of_each_loop():
     ours = layouts.loc["our PPO (64)"]
     assert (ours["accounts"], ours["samples / iteration"]) == (64, 64 * 64)
     assert ours["gradient steps / 1,000 samples"] == pytest.approx(1000 * 4 * 4 / 4096)
+    # a loop timed with `bench peers --set` gets a row of its own, named by what it changed
+    changed = dict(read_records("bench_peers.jsonl")[-1]) | {
+        "measurement": "our_ppo", "label": "our_ppo_64_set", "num_envs": 64, "horizon_len": 64, "batch_size": 1024,
+        "repeat_times": 2, "samples_per_s": 9000.0, "runs": [9000.0], "overrides": {"hidden_sizes": [32], "repeat_times": 2}}
+    both = scale.peer_ppo_layouts([*read_records("bench_peers.jsonl"), changed])
+    assert both.loc["our PPO, hidden_sizes=32, repeat_times=2 (64)", "passes"] == 2 and "our PPO (64)" in both.index
 
 
 def test_a_negative_fitted_overhead_is_projected_as_zero():

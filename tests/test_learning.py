@@ -60,6 +60,7 @@ import pandas as pd  # noqa: E402
 
 from finrl_tutorial import (ActorCritic, constant_action_baseline, equal_shares_baseline,  # noqa: E402
                             plot_weights)
+from finrl_tutorial import errors  # noqa: E402
 from finrl_tutorial.bench import learn  # noqa: E402
 
 
@@ -139,6 +140,10 @@ def test_the_curve_reads_the_best_validation_so_far_or_the_latest():
     assert learn.parse_overrides(["gamma=0.9", "network=mlp", "repeat_times=2", "anneal_lr=false"]) == {
         "gamma": 0.9, "network": "mlp", "repeat_times": 2, "anneal_lr": False}
     assert learn.parse_overrides(["hidden_sizes=32,32"]) == {"hidden_sizes": (32, 32)}  # a list as a tuple
+    assert learn.parse_overrides(["hidden_sizes=32,"]) == {"hidden_sizes": (32,)}  # a tuple of one
+    for empty in ("hidden_sizes=,", "hidden_sizes=32,,16"):
+        with pytest.raises(errors.InputError, match="empty item"):
+            learn.parse_overrides([empty])
 
 
 def test_bench_learn_runs_end_to_end_and_refuses_bad_options(tmp_path):

@@ -94,7 +94,7 @@ class PPOConfig:
     init_log_std: float = 1.0
     """Initial log standard deviation of the Gaussian policy. With the portfolio head the Gaussian
     is over softmax scores: a wide start (std e ≈ 2.7) tries portfolios far apart, which makes the
-    reward differences, and so the gradient, large against the market's noise. (No committed record
+    reward differences, and so the gradient, large against the market's noise. (No record
     compares other values.)"""
     total_steps: int = 300_000
     """Env steps to train for (all envs together): about a minute or two on one CPU core at 15 stocks

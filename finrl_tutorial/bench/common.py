@@ -190,14 +190,20 @@ def checked_overrides(pairs: list[str], algos, set_by_bench, refusal: str) -> tu
 
 def parse_overrides(pairs: list[str]) -> dict:
     """``["gamma=0.9", "network=mlp", "hidden_sizes=32,32"]`` → ``{"gamma": 0.9, "network": "mlp",
-    "hidden_sizes": (32, 32)}``: numbers where they parse, booleans, a comma-separated list as a tuple."""
+    "hidden_sizes": (32, 32)}``: numbers where they parse, booleans, a comma-separated list as a tuple
+    (a trailing comma makes a tuple of one, as in Python: ``hidden_sizes=32,`` → ``(32,)``)."""
     overrides = {}
     for pair in pairs:
         field, sep, text = pair.partition("=")
         if not sep or not field:
             raise InputError(f"--set takes FIELD=VALUE, got {pair!r}")
         if "," in text:
-            overrides[field] = tuple(_parse_value(part) for part in text.split(","))
+            parts = text.split(",")
+            if parts[-1] == "":  # "32," is the tuple (32,)
+                parts.pop()
+            if not parts or "" in parts:
+                raise InputError(f"--set {field}: an empty item in the list {text!r}")
+            overrides[field] = tuple(_parse_value(part) for part in parts)
         else:
             overrides[field] = _parse_value(text)
     return overrides

@@ -77,7 +77,7 @@ def add_arguments(kinds) -> None:
     parser.add_argument("--seeds", type=int, default=5, help="markets (and learner seeds) per family and strength")
     parser.add_argument("--first-seed", type=int, default=0,
                         help="seed of the first market: markets FIRST .. FIRST+SEEDS-1 (e.g. 100 for markets "
-                             "no committed record has used)")
+                             "no record has used)")
     parser.add_argument("--algos", nargs="+", choices=("ppo", "a2c"), default=["ppo"])
     parser.add_argument("--budgets", type=int, nargs="+", default=[50_000, 100_000, 200_000, 300_000],
                         help="env steps at which the curve is read (the run lasts the largest)")

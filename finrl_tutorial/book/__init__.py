@@ -135,7 +135,7 @@ class MeasuredBox:
         # a fast-mode run trains on a small fraction of the budget: the label says so once, in the box
         run = "this run (live, fast mode: small budgets)" if fast else "this run (live)"
         self.rows = [(run, str(name), str(value)) for name, value in this_run.items()]
-        self.rows += [("full size (committed record)", str(name), str(value)) for name, value in committed.items()]
+        self.rows += [("full size (record)", str(name), str(value)) for name, value in committed.items()]
 
     def _repr_html_(self) -> str:
         from html import escape

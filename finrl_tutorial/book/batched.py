@@ -374,7 +374,7 @@ one at the end of the round, on {a['cores']} cores):
 
 {chr(10).join(lines)}
 
-The committed comparisons come from `{SCALE_RECORD}` ({committed['date']}, {committed['cores']} CPU
+The recorded comparisons come from `{SCALE_RECORD}` ({committed['date']}, {committed['cores']} CPU
 cores; load average {_range(pair['load min'], pair['load max'], 1)} during its two-process runs)
 and `{LOADED_SCALE_RECORD}` (the same command on the same machine under heavy load, load average
 {_range(loaded['load min'], loaded['load max'], 0)} during its two-process runs); each two-process rate there is the median of
@@ -474,8 +474,8 @@ def answer(rate: pd.Series, rounds: pd.DataFrame, committed: dict, per_call: dic
     n = run["num_envs"]
     projected = projected_ratio(per_call, n)
     paid = [name for name, shown in (("this run", not why and run["verdict"] == "faster"),
-                                     ("the quiet committed record", committed["two processes"]["speed-up"] > 1),
-                                     ("the loaded committed record", committed["loaded"]["speed-up"] > 1)) if shown]
+                                     ("the quiet record", committed["two processes"]["speed-up"] > 1),
+                                     ("the loaded record", committed["loaded"]["speed-up"] > 1)) if shown]
     return {"accounts": same["small"], "same": same["same"][same["small"]], "large": same["large"],
             "call ratio": same["call ratio"], "rounds": run, "committed": committed, "live": not why, "why not": why,
             "committed answer": committed_answer(committed),

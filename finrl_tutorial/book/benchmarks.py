@@ -640,7 +640,7 @@ def gpu_note(anchors: Sequence[dict]) -> MethodNote:
         f"`anchors_elegantrl_h200.jsonl` ({cited['date']}, {cited['device']}): {code_spans(anchors[0]['meta']['what'])}.",
         f"Method (the record's first line): {code_spans(cited['method'])}.",
         f"Source: a measurement of ElegantRL on one {cited['gpu']} ({cited['date']}, ElegantRL commit "
-        f"`{cited['commit']}`, the method above), committed as `anchors_elegantrl_h200.jsonl`.",
+        f"`{cited['commit']}`, the method above), stored as `anchors_elegantrl_h200.jsonl`.",
         "This package's own GPU record would come from `python -m finrl_tutorial bench gpu --out "
         "book/data/gpu_<name>.json` on a machine with a CUDA GPU; the figure draws every such record.",
     ])

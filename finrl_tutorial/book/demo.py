@@ -229,7 +229,7 @@ def budget_table(result, report: Mapping) -> pd.DataFrame:
             "env-steps": f"{result.env_steps:,}", "share of the full-size budget": f"{result.env_steps / per_seed:.1%}",
             "kept checkpoint's validation Sharpe": f"{result.best_valid_sharpe:.2f}",
             "wall time": f"{result.wall_seconds:.0f} s"},
-        f"committed full-size run, per seed ({seeds} seeds)": {
+        f"recorded full-size run, per seed ({seeds} seeds)": {
             "env-steps": f"{per_seed:,.0f}", "share of the full-size budget": f"{1:.0%}",
             "kept checkpoint's validation Sharpe": f"{min(valid):.2f} .. {max(valid):.2f} (the {seeds} seeds' range)",
             "wall time": f"{report['wall_seconds'] / seeds:.0f} s (mean of the {seeds} seeds)"},
@@ -494,6 +494,6 @@ def chapter_box(env_steps: int, table: pd.DataFrame, versus: Mapping, missing: p
         this_run, committed, fast=fast,
         shows="the pipeline from bars to a full-cost backtest, read against baselines and an interval",
         does_not_show=f"an edge on real A-shares: {len(report['data']['tickers'])} survivors chosen with hindsight, "
-                      f"where the committed {len(report['seeds'])}-seed run does not beat buy-and-hold ({verdict}) and "
+                      f"where the recorded {len(report['seeds'])}-seed run does not beat buy-and-hold ({verdict}) and "
                       f"{not_above} of its {seeds} seeds end at or below the untrained network's test Sharpe; nor "
                       "whether the learner can find an edge at all (the next page)")

@@ -32,6 +32,7 @@ __all__ = [
     "edge_box", "same_markets", "planted_rows", "walkforward_row", "walkforward_seed_differences", "with_seed_spread", "ic_scale", "walkforward_pooled_hold",
     "near_margin", "margin_details", "walkforward_two_level", "with_two_level", "learner_comparison",
     "style_comparison", "learner_differences", "run_length_differences", "pooled_capture_interval", "ABLATION_LABELS", "ablation_table", "style_ablation",
+    "non_inferiority", "network_comparison", "network_table",
     # chapter 1, third page
     "difference_rows", "changes_box", "realistic_rows", "plain_records_box", "plot_differences", "ablation_tests", "WF_VERDICT_COLUMNS",
     # chapter 2
@@ -663,6 +664,63 @@ def ablation_table(default: Mapping, ablation: Mapping, budget: int = 300_000) -
     ablated = table["p (t)"].dropna()
     table["p (Holm)"] = teaching.holm(ablated) if len(ablated) else math.nan
     return table
+
+
+def non_inferiority(test: Mapping, margin: float) -> str:
+    """A candidate's verdict against a reference from the paired differences' interval (candidate minus
+    reference), with a margin fixed before the runs: ``keeps up`` when the interval's lower end is above
+    −``margin``, ``falls behind`` when its upper end is below 0, else ``inconclusive``."""
+    if test["low"] > -margin:
+        return "keeps up"
+    return "falls behind" if test["high"] < 0 else "inconclusive"
+
+
+def network_comparison(record: Mapping, candidate: Mapping, steps: int = 300_000,
+                       candidate_steps: int | None = None, margin: float = 0.05) -> dict:
+    """A cheaper network against the default learner on the same markets of ``record`` (a ``bench learn``
+    record holding both): the runs whose ``--set`` overrides are ``candidate`` (e.g. ``{"hidden_sizes":
+    [32]}``), of ``candidate_steps`` env-steps (default ``steps``), against the runs with no overrides of
+    ``steps``, checkpoints chosen on validation. Returns ``rows`` (per market: both test excesses over
+    buy-and-hold, their difference, both training seconds), ``test`` (`paired_test` of candidate minus
+    default), ``verdict`` (`non_inferiority` with ``margin``) and ``time_ratio``: the candidate's total
+    training seconds over the default's, on the same markets."""
+    candidate_steps = candidate_steps or steps
+    wanted = {key: list(value) if isinstance(value, (list, tuple)) else value for key, value in candidate.items()}
+
+    def runs(overrides: Mapping, length: int) -> dict:
+        return {_market(c): c for c in record["cases"] if c["algo"] == "ppo" and c.get("total_steps") == length
+                and _overrides(c) == overrides}
+
+    default, cheaper = runs({}, steps), runs(wanted, candidate_steps)
+    rows = [{"stocks": key[2], "market": key[3],
+             "default": default[key]["curve"]["best"][str(steps)]["test_excess"],
+             "candidate": cheaper[key]["curve"]["best"][str(candidate_steps)]["test_excess"],
+             "default seconds": default[key]["train_seconds"], "candidate seconds": cheaper[key]["train_seconds"]}
+            for key in sorted(default) if key in cheaper]
+    if len(rows) < 2:
+        raise ValueError(f"fewer than two markets hold both the default ({steps:,}) and {wanted} ({candidate_steps:,})")
+    table = pd.DataFrame(rows)
+    table["difference"] = table["candidate"] - table["default"]
+    test = paired_test(table["difference"].tolist())
+    return {"rows": table, "test": test, "verdict": non_inferiority(test, margin), "margin": margin,
+            "time_ratio": float(table["candidate seconds"].sum() / table["default seconds"].sum())}
+
+
+def network_table(record: Mapping, candidate: Mapping, lengths: Sequence[tuple[int, int]],
+                  margin: float = 0.05) -> pd.DataFrame:
+    """One row per (``default steps``, ``candidate steps``) pair of ``lengths``, as `network_comparison`
+    reads it: the markets, the mean difference in test excess (candidate minus default) with its 95 %
+    t-interval, the markets where the candidate is ahead, its training time over the default's and
+    the verdict."""
+    rows = {}
+    for steps, candidate_steps in lengths:
+        reading = network_comparison(record, candidate, steps, candidate_steps, margin)
+        test = reading["test"]
+        rows[f"{candidate_steps:,} vs {steps:,} env-steps"] = {
+            "markets": test["n"], "difference": test["mean"], "low": test["low"], "high": test["high"],
+            "ahead": f"{test['positive']} of {test['n']}", "training time ×": reading["time_ratio"],
+            "verdict": reading["verdict"]}
+    return pd.DataFrame.from_dict(rows, orient="index")
 
 
 def style_ablation(table: pd.DataFrame):

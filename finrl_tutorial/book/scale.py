@@ -692,6 +692,10 @@ def _peer_name(record: dict) -> str:
         return f"ElegantRL's {record['env'].rsplit('.', 1)[-1]}"
     if record["measurement"] == "our_env":
         return "our single env" if record["num_envs"] == 1 else "our batched env"
+    if record.get("overrides"):  # our PPO with `bench peers --set`: name what it changed
+        changed = ", ".join(f"{key}={','.join(map(str, value)) if isinstance(value, list) else value}"
+                            for key, value in record["overrides"].items())
+        return f"{name}, {changed}"
     return name
 
 

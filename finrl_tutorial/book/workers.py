@@ -160,7 +160,7 @@ def oversubscribed_note(load: float, cores: int) -> str:
         return ""
     return (f"Oversubscribed: the load average reached {load:.1f} on {cores} cores during these runs, so the "
             "layouts on two threads shared their cores with other work; their ratios are not meaningful here "
-            "(the committed record below was measured on a quiet machine).")
+            "(the record below was measured on a quiet machine).")
 
 
 def live_view(live: pd.DataFrame, cores: int | None = None):
