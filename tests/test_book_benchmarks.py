@@ -79,7 +79,8 @@ def test_sources_table_names_every_record_with_its_device_and_only_the_anchor_is
     table = benchmarks.sources_table()
     assert set(table.index) == {"bench_env.jsonl", "bench_train.jsonl", scale.SCALE_RECORD, benchmarks.REPEAT_RECORD,
                                 "anchors_elegantrl_h200.jsonl", "main_job_5seeds_report.json",
-                                "main_job_pathwise_5seeds_report.json", "bench_peers.jsonl"}
+                                "main_job_pathwise_5seeds_report.json", "bench_peers.jsonl",
+                                "bench_peers_small_network.jsonl", "bench_learn_small_network.json"}
     for name, row in table.iterrows():
         records = read_records(name)
         machine = records[-1].get("machine") or records[-1]
@@ -407,7 +408,7 @@ def test_anchor_cites_the_record_with_date_device_commit_and_method(anchors):
     note = str(benchmarks.gpu_note(anchors))
     assert "`torch.cuda.synchronize()`" in note and "`elegantrl/envs/StockTradingEnv.py`" in note
     assert ("Source: a measurement of ElegantRL on one NVIDIA H200 (2026-11-30, ElegantRL commit `7c64395f`, the method "
-            "above), committed as `anchors_elegantrl_h200.jsonl`.") in note
+            "above), stored as `anchors_elegantrl_h200.jsonl`.") in note
     assert "elegantrl_h200_2026-11-30" not in note  # one file name: the committed record's
 
 
