@@ -80,7 +80,8 @@ def test_sources_table_names_every_record_with_its_device_and_only_the_anchor_is
     assert set(table.index) == {"bench_env.jsonl", "bench_train.jsonl", scale.SCALE_RECORD, benchmarks.REPEAT_RECORD,
                                 "anchors_elegantrl_h200.jsonl", "main_job_5seeds_report.json",
                                 "main_job_pathwise_5seeds_report.json", "bench_peers.jsonl",
-                                "bench_peers_small_network.jsonl", "bench_learn_small_network.json"}
+                                "bench_peers_small_network.jsonl", "bench_learn_small_network.json",
+                                "bench_learn_small_network_confirm100.json"}
     for name, row in table.iterrows():
         records = read_records(name)
         machine = records[-1].get("machine") or records[-1]

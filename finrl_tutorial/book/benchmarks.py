@@ -32,7 +32,8 @@ CHAPTER_RECORDS = {"bench_env.jsonl": "8.2 env throughput", "bench_train.jsonl":
                    "anchors_elegantrl_h200.jsonl": "8.5 GPU",
                    MAIN_JOB_RECORD: "8.7 full-size run", "main_job_5seeds_report.json": "8.7 (the plain learner's)",
                    "bench_peers.jsonl": "8.8 peers", "bench_peers_small_network.jsonl": "8.8 a smaller network",
-                   "bench_learn_small_network.json": "8.8 a smaller network"}
+                   "bench_learn_small_network.json": "8.8 a smaller network",
+                   "bench_learn_small_network_confirm100.json": "8.8 a smaller network, fresh markets"}
 
 #: How the results tables of 8.6 and 8.7 print their columns.
 RESULT_FORMATS = ({c: "{:.2%}" for c in ("cumulative_return", "annual_return", "annual_volatility", "max_drawdown",
