@@ -112,14 +112,14 @@ def synthetic_bars():
 
 @pytest.fixture(scope="session")
 def quiet():
-    """The committed ``bench scale`` record of a quiet machine (chapters 4, 5 and 8 read it)."""
+    """The stored ``bench scale`` record of a quiet machine (chapters 4, 5 and 8 read it)."""
     from finrl_tutorial.book import read_records, scale
     return read_records(scale.SCALE_RECORD)
 
 
 @pytest.fixture(scope="session")
 def loaded():
-    """The committed ``bench scale`` record of the same command under heavy load."""
+    """The stored ``bench scale`` record of the same command under heavy load."""
     from finrl_tutorial.book import read_records, scale
     return read_records(scale.LOADED_SCALE_RECORD)
 
@@ -131,7 +131,7 @@ def _committed(name: str):
 
 @pytest.fixture(scope="session")
 def learn():
-    """The committed ``bench learn`` record of the planted-edge families (chapters 1.9 and 3)."""
+    """The stored ``bench learn`` record of the planted-edge families (chapters 1.9 and 3)."""
     return _committed("bench_learn.json")
 
 
@@ -143,23 +143,23 @@ def learn_default():
 
 @pytest.fixture(scope="session")
 def realistic():
-    """The committed ``bench learn`` record at realistic signal strengths (chapter 1.11)."""
+    """The stored ``bench learn`` record at realistic signal strengths (chapter 1.11)."""
     return _committed("bench_learn_realistic.json")
 
 
 @pytest.fixture(scope="session")
 def walkforward():
-    """The committed walk-forward record on the sample (chapter 1.10)."""
+    """The recorded walk-forward record on the sample (chapter 1.10)."""
     return _committed("bench_walkforward.json")
 
 
 @pytest.fixture(scope="session")
 def sweep():
-    """The committed ``bench sweep`` record (chapters 1, 2 and 3)."""
+    """The stored ``bench sweep`` record (chapters 1, 2 and 3)."""
     return _committed("bench_sweep.json")
 
 
 @pytest.fixture(scope="session")
 def factor():
-    """The committed with/without-factor record (chapter 7)."""
+    """The recorded with/without-factor record (chapter 7)."""
     return _committed("bench_factor.json")

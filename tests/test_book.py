@@ -58,7 +58,11 @@ GLOSSARY_TERMS = ("sharpe", "sortino", "calmar", "daily-turnover", "approximate-
                   "survivorship-bias", "non-overlap-rule-and-holm-correction",
                   "block-bootstrap-and-confidence-interval", "tie", "inconclusive", "walk-forward",
                   "information-coefficient-ic", "signal-rule", "informed-oracle", "deflated-sharpe-ratio", "probability-of-backtest-overfitting-pbo",
-                  "policy-value-and-advantage", "truncation-and-termination", "record", "a-share-trading-terms")
+                  "policy-value-and-advantage", "truncation-and-termination", "record", "a-share-trading-terms",
+                  "batched-env-and-vmap-env", "subprocess-vecenv", "break-even-size", "kernel-launch-and-cuda-graph",
+                  "worker-and-shard", "shared-memory", "dataparallel-and-distributeddataparallel-ddp", "gloo-and-nccl",
+                  "torch-thread-and-oversubscription", "serial-fraction-and-overhead-share", "cost-model-and-projection",
+                  "interleaved-rounds")
 #: The machine() keys a JSON-lines record carries at its top level (or inside a ``machine`` dict).
 MACHINE_KEYS = ("cpu_count", "platform", "torch")
 REPO_URL = CONFIG["repository"]["url"].rstrip("/")
@@ -261,7 +265,7 @@ CITED = sorted({(entry, name) for entry in NOTEBOOKS for name in _cited_records(
 @pytest.mark.parametrize("entry,name", CITED, ids=[f"{Path(e).name}:{n}" for e, n in CITED])
 def test_every_record_a_chapter_cites_is_committed_with_date_machine_and_command(entry, name):
     path = ROOT / "book" / "data" / name
-    assert path.is_file(), f"{entry} cites {name}, which is not committed under book/data"
+    assert path.is_file(), f"{entry} cites {name}, which is not recorded under book/data"
     text = path.read_text(encoding="utf-8")
     if name.endswith(".jsonl"):
         records = [json.loads(line) for line in text.splitlines() if line.strip()]

@@ -1,5 +1,5 @@
 """Chapter 6's readings (`finrl_tutorial.book.batched`): each table states the numbers computed
-from what it is given (hand-made rates and rounds, and the committed records), names the baseline
+from what it is given (hand-made rates and rounds, and the stored records), names the baseline
 of every ratio, and follows the verdict of the rounds; the method notes fold away. No timing:
 `process_rounds` runs here on stand-ins for its two measurements."""
 from __future__ import annotations
@@ -44,8 +44,8 @@ def _rounds(two: list[float], one: list[float], one_all: list[float], num_envs: 
 
 
 @pytest.fixture(scope="module")
-def committed():
-    return batched.committed_reading(read_records(scale.SCALE_RECORD), read_records(scale.LOADED_SCALE_RECORD))
+def recorded():
+    return batched.recorded_reading(read_records(scale.SCALE_RECORD), read_records(scale.LOADED_SCALE_RECORD))
 
 
 @pytest.fixture(scope="module")
@@ -203,9 +203,9 @@ def test_the_rounds_table_follows_the_verdict_of_every_round(two, verdict):
     assert styled.caption.endswith(f"verdict over the rounds (±5 % tie margin): {verdict}")
 
 
-def test_the_rounds_method_lists_every_round_with_its_load_and_names_the_records(committed):
+def test_the_rounds_method_lists_every_round_with_its_load_and_names_the_records(recorded):
     rounds = _rounds([1.2e5, 1.3e5], one=[1e5, 1e5], one_all=[0.5e5, 0.6e5])
-    text = _text(batched.rounds_method(rounds, committed))
+    text = _text(batched.rounds_method(rounds, recorded))
     assert text.startswith('<details class="how-measured">\n<summary><strong>How this was measured</strong></summary>')
     table_rows = [line for line in text.splitlines() if re.match(r"\| \d ", line)]
     assert [row.split(" | ")[-2] for row in table_rows] == ["1.20", "1.30"]  # each round's ratio
@@ -220,23 +220,23 @@ def test_the_rounds_figure_draws_one_bar_per_layout():
     plt.close(fig)
 
 
-def test_the_committed_comparisons_are_the_rows_of_speedups(committed):
+def test_the_committed_comparisons_are_the_rows_of_speedups(recorded):
     quiet = read_records(scale.SCALE_RECORD)
     rate = {r["num_envs"]: r["env_steps_per_s"] for r in quiet if r["layout"] == "vec"}
     subproc_2 = next(r for r in quiet if r["layout"] == "subproc" and r["processes"] == 2)["env_steps_per_s"]
     ddp_2 = next(r for r in quiet if r["layout"] == "ddp" and r["processes"] == 2)
-    assert committed["two accounts"]["speed-up"] == pytest.approx(rate[2] / subproc_2)
-    assert committed["two processes"]["speed-up"] == pytest.approx(ddp_2["env_steps_per_s"] / rate[ddp_2["num_envs"]])
-    assert committed["two processes"]["baseline"] == f"vec {ddp_2['num_envs']:,}"  # all the accounts, one process
-    assert committed["accounts"] == ddp_2["num_envs"] and committed["per process"] == ddp_2["envs_per_process"]
-    assert committed["best"] == f"vec {max(rate, key=rate.get):,}"
-    assert committed["best gain"] == pytest.approx(max(rate.values()) / rate[2])
-    assert committed["own cores"] is True  # the quiet record's load stayed within its cores
+    assert recorded["two accounts"]["speed-up"] == pytest.approx(rate[2] / subproc_2)
+    assert recorded["two processes"]["speed-up"] == pytest.approx(ddp_2["env_steps_per_s"] / rate[ddp_2["num_envs"]])
+    assert recorded["two processes"]["baseline"] == f"vec {ddp_2['num_envs']:,}"  # all the accounts, one process
+    assert recorded["accounts"] == ddp_2["num_envs"] and recorded["per process"] == ddp_2["envs_per_process"]
+    assert recorded["best"] == f"vec {max(rate, key=rate.get):,}"
+    assert recorded["best gain"] == pytest.approx(max(rate.values()) / rate[2])
+    assert recorded["own cores"] is True  # the quiet record's load stayed within its cores
 
 
-def test_the_committed_record_holds_one_ratio_for_each_comparison(committed):
-    assert committed["two processes"]["verdict"] == committed["loaded"]["verdict"] == "one ratio"
-    assert batched.committed_answer(committed) == "one ratio, no verdict"
+def test_the_committed_record_holds_one_ratio_for_each_comparison(recorded):
+    assert recorded["two processes"]["verdict"] == recorded["loaded"]["verdict"] == "one ratio"
+    assert batched.recorded_answer(recorded) == "one ratio, no verdict"
 
 
 def _record(layout, processes, num_envs, rate, runs=None, **extra):
@@ -251,8 +251,8 @@ def test_committed_rounds_get_their_verdict_instead_of_one_ratio():
     records = [_record("subproc", 2, 2, 100.0), _record("vec", 1, 2, 300.0),
                _record("vec", 1, 8, 1000.0, runs=[1000.0, 1000.0, 1000.0]),
                _record("ddp", 2, 8, 1200.0, runs=[1100.0, 1200.0, 1300.0], envs_per_process=4)]
-    reading = batched.committed_reading(records, records)
-    assert reading["two processes"]["verdict"] == "faster" and batched.committed_answer(reading) == "faster"
+    reading = batched.recorded_reading(records, records)
+    assert reading["two processes"]["verdict"] == "faster" and batched.recorded_answer(reading) == "faster"
     assert reading["two processes"]["rounds min"] == pytest.approx(1.1)
     # the record's own fit of its one-thread sweep, t(n) = c + a n, which chapter 6 reads the break-even size from
     assert reading["fit"] == pytest.approx(fit_per_call([2, 8], [300.0, 1000.0]), nan_ok=True)
@@ -300,54 +300,54 @@ def test_the_two_devices_figure_draws_each_device_in_its_own_panel(gpu):
 
 # --- the answer --------------------------------------------------------------------------------------
 
-def test_the_answer_holds_the_measured_ratios_the_verdict_and_the_projection(committed):
+def test_the_answer_holds_the_measured_ratios_the_verdict_and_the_projection(recorded):
     rate = _rate()
     per_call = fit_per_call(SIZES, [rate["vec"][n] for n in SIZES])
     rounds = _rounds([0.8e5, 1.2e5, 1.0e5], one=[1e5] * 3, one_all=[0.5e5] * 3)
-    result = batched.answer(rate, rounds, committed, per_call)
-    assert result["paid"] == []  # inconclusive here, and neither committed ratio above 1
+    result = batched.answer(rate, rounds, recorded, per_call)
+    assert result["paid"] == []  # inconclusive here, and neither recorded ratio above 1
     assert result["same"] == pytest.approx(rate["vec"][2] / 800.0) and result["accounts"] == 2
-    assert result["rounds"]["verdict"] == "inconclusive" and result["committed answer"] == "one ratio, no verdict"
+    assert result["rounds"]["verdict"] == "inconclusive" and result["recorded answer"] == "one ratio, no verdict"
     projected = (CALL + 2048 * ACCOUNT) / (CALL + 1024 * ACCOUNT)
     assert result["projected"] == pytest.approx(projected) and 1 < projected < 2
 
 
-def test_the_answer_names_the_measurement_that_shows_a_second_process_paying(committed):
+def test_the_answer_names_the_measurement_that_shows_a_second_process_paying(recorded):
     rate = _rate()
     per_call = fit_per_call(SIZES, [rate["vec"][n] for n in SIZES])
-    result = batched.answer(rate, _rounds([1.2e5, 1.3e5, 1.1e5], one=[1e5] * 3, one_all=[0.5e5] * 3), committed, per_call)
+    result = batched.answer(rate, _rounds([1.2e5, 1.3e5, 1.1e5], one=[1e5] * 3, one_all=[0.5e5] * 3), recorded, per_call)
     assert result["paid"] == ["this run"] and result["rounds"]["verdict"] == "faster"
 
 
-def test_the_box_names_the_baseline_of_every_ratio_and_its_record(committed, gpu):
+def test_the_box_names_the_baseline_of_every_ratio_and_its_record(recorded, gpu):
     rate = _rate()
     per_call = fit_per_call(SIZES, [rate["vec"][n] for n in SIZES])
-    result = batched.answer(rate, _rounds([0.8e5, 1.2e5, 1.0e5], [1e5] * 3, [0.5e5] * 3), committed, per_call)
+    result = batched.answer(rate, _rounds([0.8e5, 1.2e5, 1.0e5], [1e5] * 3, [0.5e5] * 3), recorded, per_call)
     box = batched.box_contents(result, gpu)
-    assert set(box) == {"this_run", "committed", "shows", "does_not_show"}
-    for name, value in {**box["this_run"], **box["committed"]}.items():
+    assert set(box) == {"this_run", "recorded", "shows", "does_not_show"}
+    for name, value in {**box["this_run"], **box["recorded"]}.items():
         assert "×" not in value or "÷" in name, f"{name}: a ratio without its baseline"
-    assert sum(scale.SCALE_RECORD in name for name in box["committed"]) == 3  # two ratios and the projection
-    assert any(batched.GPU_RECORD in name for name in box["committed"])
+    assert sum(scale.SCALE_RECORD in name for name in box["recorded"]) == 3  # two ratios and the projection
+    assert any(batched.GPU_RECORD in name for name in box["recorded"])
     assert box["this_run"]["2 processes × 1,024 ÷ faster 1 process × 2,048 (1 or 2 threads)"] == \
         "rounds 0.80–1.20×: inconclusive"
     same = box["this_run"]["batched env ÷ subprocess VecEnv, same accounts (one process per account)"]
     assert same == ", ".join(f"{r:.2f}× at {n:,}" for n, r in result["same sizes"].items()) + " (one ratio each, no rounds)"
     assert " at 4" in same
-    two = next(name for name in box["committed"] if name.endswith("2 accounts: batched env ÷ subprocess VecEnv"))
-    assert box["committed"][two] == f"{committed['two accounts']['speed-up']:.1f}× (one ratio, no rounds)"
-    assert committed["two accounts"]["repeats"] == 1  # the record holds no rounds of the same-accounts comparison
-    quiet_two = next(name for name in box["committed"] if name.endswith("(1 thread)"))
-    assert box["committed"][quiet_two].endswith("× (one ratio, no verdict)")  # one ratio: no verdict of rounds
+    two = next(name for name in box["recorded"] if name.endswith("2 accounts: batched env ÷ subprocess VecEnv"))
+    assert box["recorded"][two] == f"{recorded['two accounts']['speed-up']:.1f}× (one ratio, no rounds)"
+    assert recorded["two accounts"]["repeats"] == 1  # the record holds no rounds of the same-accounts comparison
+    quiet_two = next(name for name in box["recorded"] if name.endswith("(1 thread)"))
+    assert box["recorded"][quiet_two].endswith("× (one ratio, no verdict)")  # one ratio: no verdict of rounds
     projection = "projection, not a measurement (6.1's model, a free core each): 2 processes × 1,024 ÷ 1 process × 2,048"
     low, high = 0.8e5 / 1e5 / result["projected"], 1.2e5 / 1e5 / result["projected"]
     assert box["this_run"][projection] == (f"{result['projected']:.2f}×; the rounds measured {low:.2f}–{high:.2f} of it: "
                                          "the projection fails in these rounds (their load is in the folded block)")
     assert result["measured ÷ projected"] == pytest.approx((low, high))
-    record = next(name for name in box["committed"] if "projection (its own fit" in name)
-    assert box["committed"][record] == (f"{committed['projected']:.2f}×; measured "
-                                        f"{committed['two processes']['speed-up'] / committed['projected']:.2f} of it")
-    ratios = list(result["same sizes"].values()) + [committed["two accounts"]["speed-up"]]
+    record = next(name for name in box["recorded"] if "projection (its own fit" in name)
+    assert box["recorded"][record] == (f"{recorded['projected']:.2f}×; measured "
+                                        f"{recorded['two processes']['speed-up'] / recorded['projected']:.2f} of it")
+    ratios = list(result["same sizes"].values()) + [recorded["two accounts"]["speed-up"]]
     faster = sum(r > 1 + batched.SPEED_TIE_MARGIN for r in ratios)
     assert (("every comparison made" in box["shows"]) == (faster == len(ratios))
             and (faster == len(ratios) or f"{faster} of the {len(ratios)} comparisons made" in box["shows"]))
@@ -368,28 +368,28 @@ def test_the_projection_is_checked_against_the_rounds():
         assert batched.projection_check({"measured ÷ projected": (low, high)}) == said
 
 
-def test_the_committed_projection_is_the_model_fitted_to_the_records_own_sweep(committed):
+def test_the_committed_projection_is_the_model_fitted_to_the_records_own_sweep(recorded):
     # the same fit as 6.4's table of call costs (one thread, up to 16,384 accounts), so the page has one c and one a
     costs = batched.call_costs(read_records(scale.SCALE_RECORD)).loc["batched env (vec)"]
-    c, a, n = costs["c (ms)"] / 1e3, costs["a (µs)"] / 1e6, committed["per process"]
-    assert committed["projected"] == pytest.approx((c + 2 * n * a) / (c + n * a))
-    assert committed["two processes"]["speed-up"] < committed["projected"]  # the projection fails on the record
+    c, a, n = costs["c (ms)"] / 1e3, costs["a (µs)"] / 1e6, recorded["per process"]
+    assert recorded["projected"] == pytest.approx((c + 2 * n * a) / (c + n * a))
+    assert recorded["two processes"]["speed-up"] < recorded["projected"]  # the projection fails on the record
 
 
-def test_fast_or_loaded_rounds_leave_the_answer_to_the_committed_record(committed, gpu):
+def test_fast_or_loaded_rounds_leave_the_answer_to_the_committed_record(recorded, gpu):
     rate = _rate()
     per_call = fit_per_call(SIZES, [rate["vec"][n] for n in SIZES])
     rounds = _rounds([0.5e5, 0.6e5, 0.7e5], one=[1e5] * 3, one_all=[0.5e5] * 3)
     for fast, load, why in ((True, 1.5, "fast mode"), (False, 3.4, "load average up to 3.4 on 2 cores")):
         rounds["load average"] = load
-        result = batched.answer(rate, rounds, committed, per_call, fast=fast)
+        result = batched.answer(rate, rounds, recorded, per_call, fast=fast)
         assert not result["live"] and why in result["why not"] and result["paid"] == []
-        assert result["committed answer"] == "one ratio, no verdict"  # the quiet record holds one ratio
+        assert result["recorded answer"] == "one ratio, no verdict"  # the quiet record holds one ratio
         assert batched.box_contents(result, gpu)["this_run"][
             "2 processes × 1,024 ÷ faster 1 process × 2,048 (1 or 2 threads)"] == \
             f"rounds 0.50–0.70×: slower; these rounds {result['why not']}"
     rounds["load average"] = 1.5
-    live = batched.answer(rate, rounds, committed, per_call)
+    live = batched.answer(rate, rounds, recorded, per_call)
     assert live["live"] and live["rounds"]["verdict"] == "slower"
     assert batched.box_contents(live, gpu)["this_run"][
         "2 processes × 1,024 ÷ faster 1 process × 2,048 (1 or 2 threads)"] == "rounds 0.50–0.70×: slower"
@@ -397,18 +397,18 @@ def test_fast_or_loaded_rounds_leave_the_answer_to_the_committed_record(committe
 
 # --- the book's rules on every method note---------------------------------------------------------
 
-def _all_texts(committed, gpu) -> list[str]:
+def _all_texts(recorded, gpu) -> list[str]:
     texts = [batched.gpu_method(gpu), batched.sweep_method([{"cpu_count": 2, "threads": 1}], 2)]
     for two in ([0.8e5, 1.2e5, 1.0e5], [1.2e5, 1.3e5, 1.1e5], [0.5e5, 0.6e5, 0.7e5], [0.98e5, 1.02e5, 1.0e5]):
         rounds = _rounds(two, one=[1e5] * 3, one_all=[0.5e5, 0.2e5, 0.9e5])
-        texts.append(batched.rounds_method(rounds, committed))
+        texts.append(batched.rounds_method(rounds, recorded))
     return [_text(text) for text in texts]
 
 
-def test_every_multiplier_names_its_baseline_and_no_word_comes_from_outside_the_book(committed, gpu):
+def test_every_multiplier_names_its_baseline_and_no_word_comes_from_outside_the_book(recorded, gpu):
     from test_book import _OUTSIDE, _unreferenced_multipliers  # the rules the built book is checked with
 
-    for text in _all_texts(committed, gpu):
+    for text in _all_texts(recorded, gpu):
         prose = re.sub(r"`[^`]*`|\$[^$]*\$", "", text)  # inline code and math are not prose
         prose = "\n".join(line for line in prose.splitlines() if not line.startswith("|"))  # a table's header names it
         for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z*(•])", re.sub(r"\s+", " ", prose)):

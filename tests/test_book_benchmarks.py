@@ -1,6 +1,6 @@
 """Chapter 8's readings (`finrl_tutorial.book.benchmarks`) follow their records.
 
-Each test reads a committed record (or a small one built here, where a branch needs it) and checks
+Each test reads a stored record (or a small one built here, where a branch needs it) and checks
 that the chapter's table or reading says what the record says (the chapter's hidden cells check its
 Markdown against these readings), every ratio names its baseline, a ratio inside the tie margin is not called
 faster, and no GPU figure is claimed for this package without a GPU record. No timing here.
@@ -410,7 +410,7 @@ def test_anchor_cites_the_record_with_date_device_commit_and_method(anchors):
     assert "`torch.cuda.synchronize()`" in note and "`elegantrl/envs/StockTradingEnv.py`" in note
     assert ("Source: a measurement of ElegantRL on one NVIDIA H200 (2026-11-30, ElegantRL commit `7c64395f`, the method "
             "above), stored as `anchors_elegantrl_h200.jsonl`.") in note
-    assert "elegantrl_h200_2026-11-30" not in note  # one file name: the committed record's
+    assert "elegantrl_h200_2026-11-30" not in note  # one file name: the stored record's
 
 
 def test_graph_replay_checks_read_the_gpu_records():
@@ -536,19 +536,19 @@ def test_chapter_box_names_each_record_its_device_and_its_baseline(full_run, pee
 
     records = {"env": read_records("bench_env.jsonl"), "scale": read_records(scale.SCALE_RECORD)}
     box = benchmarks.chapter_box(full_run, make_config("ppo"), 5, records, full_run, peer_records, anchors)
-    committed = {name: value for group, name, value in box.rows if group.startswith("full size")}
-    assert not any("best" in name for name in committed)  # a layout is named, never called the best
-    ddp = committed[f"ddp ×2 (128 envs) ÷ fastest in-process trainer, CPU ({scale.SCALE_RECORD})"]
+    recorded = {name: value for group, name, value in box.rows if group.startswith("full size")}
+    assert not any("best" in name for name in recorded)  # a layout is named, never called the best
+    ddp = recorded[f"ddp ×2 (128 envs) ÷ fastest in-process trainer, CPU ({scale.SCALE_RECORD})"]
     assert ddp.startswith("1.29×, faster in every round (adjusted p 0.46, Holm over 7 comparisons); not like with "
                           "like: 16 optimiser steps of 2,048 samples against the baseline's 32 of 1,024")
-    workers = committed[f"workers ×2 (128 envs, update on 2 threads) ÷ fastest in-process trainer, CPU "
+    workers = recorded[f"workers ×2 (128 envs, update on 2 threads) ÷ fastest in-process trainer, CPU "
                         f"({scale.SCALE_RECORD})"]
     assert workers == "1.06×, inconclusive (adjusted p 0.65, Holm over 7 comparisons)"
-    gpu = next(name for name in committed if "H200" in name)
+    gpu = next(name for name in recorded if "H200" in name)
     assert "another program on another device" in gpu and "7c64395f" in gpu
-    assert all("CPU" in name for name in committed if "bench_" in name)
+    assert all("CPU" in name for name in recorded if "bench_" in name)
     verdict = stored_verdict(full_run["sharpe_vs_buy_and_hold"], full_run["sharpe_vs_buy_and_hold"]["margin"])
-    assert committed[f"the full-size run, 5 seeds ({demo.MAIN_JOB_RECORD})"].endswith(verdict)
+    assert recorded[f"the full-size run, 5 seeds ({demo.MAIN_JOB_RECORD})"].endswith(verdict)
 
 
 def test_the_box_says_why_fast_modes_seeds_do_not_spread(full_run):

@@ -1,6 +1,6 @@
 """Chapter 1's readings (`finrl_tutorial.book.demo`): each table, figure and box says what its inputs say.
 
-The committed records (``demo.MAIN_JOB_RECORD``, ``bench_sweep.json``) and the embedded sample
+The stored records (``demo.MAIN_JOB_RECORD``, ``bench_sweep.json``) and the embedded sample
 are read as the chapter reads them; small hand-made inputs cover the branches the records do not
 reach. No training, no timing.
 """
@@ -192,6 +192,44 @@ def test_mark_learning_curve_says_when_the_entropy_fell():
     assert marks["entropy_moved"] == "fell" and marks["entropy_change"] == pytest.approx(16 / 21 - 1)
 
 
+def test_mark_learning_curve_frames_each_panel_around_its_yardstick_with_a_minimum_span():
+    # a validation dip of 0.08 and a wealth wiggle of 0.02: neither may fill its panel
+    log = _log([21.0, 21.01, 21.0, 21.02, 21.01, 21.0])
+    log["train/final_wealth"] = [0.99, 1.01, 0.99, 1.0, 1.01, 0.99]
+    fig = ft.plot_learning_curve(log)
+    demo.mark_learning_curve(fig, log, hold_valid_sharpe=-0.57)
+    panels = {ax.get_title().split(":")[0]: ax for ax in fig.axes}
+    sharpe = panels["valid/sharpe_ratio"]
+    assert sharpe.get_ylim() == pytest.approx((-0.57 - demo.SHARPE_MIN_HALF_SPAN, -0.57 + demo.SHARPE_MIN_HALF_SPAN))
+    band = [patch for patch in sharpe.patches if "one year's noise" in patch.get_label()]
+    assert len(band) == 1 and band[0].get_label().startswith("±0.15 around it")
+    assert (band[0].get_y(), band[0].get_y() + band[0].get_height()) == pytest.approx((-0.57 - demo.SHARPE_YEAR_NOISE, -0.57 + demo.SHARPE_YEAR_NOISE))
+    assert panels["train/final_wealth"].get_ylim() == pytest.approx((1 - demo.WEALTH_MIN_HALF_SPAN, 1 + demo.WEALTH_MIN_HALF_SPAN))
+    # every panel draws its yardstick, and its legend sits outside the axes
+    for column, yardstick in (("train/final_wealth", 1.0), ("valid/sharpe_ratio", -0.57), ("loss/entropy", 21.0)):
+        ax = panels[column]
+        assert any(line.get_linestyle() == "--" and line.get_ydata()[0] == pytest.approx(yardstick) for line in ax.get_lines())
+        assert ax.get_legend().get_bbox_to_anchor().x0 > ax.get_window_extent().x1 - 1
+    assert panels["loss/entropy"].get_ylabel() == "±1 % of the start"
+
+
+def test_mark_learning_curve_widens_a_panel_to_show_every_point():
+    log = _log([21.0, 20.0, 19.0, 18.0, 17.0, 16.0])
+    log["train/final_wealth"] = [0.5, 0.9, 1.0, 1.1, 1.0, 0.9]
+    log["valid/sharpe_ratio"] = [np.nan, 0.1, np.nan, -1.2, np.nan, -0.5]
+    fig = ft.plot_learning_curve(log)
+    demo.mark_learning_curve(fig, log, hold_valid_sharpe=-0.57)
+    panels = {ax.get_title().split(":")[0]: ax for ax in fig.axes}
+    for column, values, yardstick, half in (("train/final_wealth", log["train/final_wealth"], 1.0, demo.WEALTH_MIN_HALF_SPAN),
+                                            ("valid/sharpe_ratio", log["valid/sharpe_ratio"].dropna(), -0.57,
+                                             demo.SHARPE_MIN_HALF_SPAN),
+                                            ("loss/entropy", log["loss/entropy"], 21.0, 0.21)):
+        low, high = panels[column].get_ylim()
+        assert low < values.min() and high > values.max()  # every point inside, with a margin
+        assert low <= yardstick - half and high >= yardstick + half  # and never narrower than the yardstick's span
+    assert panels["loss/entropy"].get_ylabel() == ""  # not the ±1 % axis
+
+
 # --------------------------------------------------------------------------- the backtest
 
 def test_with_extra_dividend_pays_on_top_of_the_detected_cash_and_leaves_the_market_alone(prepared):
@@ -220,11 +258,11 @@ def test_seeds_below_hold_counts_the_seeds_under_buy_and_hold(report):
 
 
 def test_committed_table_rows_are_the_agent_and_every_baseline(report):
-    table = demo.committed_table(report)
+    table = demo.recorded_table(report)
     assert list(table.index) == ["agent (mean of seeds)", *report["baselines"]]
     assert table.loc["equal_weight_buy_and_hold", "sharpe_ratio"] == round(
         report["baselines"]["equal_weight_buy_and_hold"]["sharpe_ratio"], 3)
-    seeds = demo.committed_table(report, per_seed=True)
+    seeds = demo.recorded_table(report, per_seed=True)
     assert list(seeds.index) == ["agent (mean of seeds)", *(f"agent, seed {s}" for s in report["agent_per_seed"]),
                                  *report["baselines"]]
     assert seeds.loc["agent, seed 1", "turnover"] == round(report["agent_per_seed"]["1"]["turnover"], 3)

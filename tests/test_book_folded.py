@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 from markdown_it import MarkdownIt
 
-from finrl_tutorial.book.folded import MethodNote, how_measured
+from finrl_tutorial.book.folded import MethodNote, how_measured, reader_words
 
 
 def test_note_is_markdown_inside_a_closed_details_element_that_commonmark_renders():
@@ -25,3 +25,14 @@ def test_note_as_text_keeps_the_order_of_its_blocks():
 def test_note_refuses_what_it_cannot_show():
     with pytest.raises(TypeError, match="paragraphs, lists and tables"):
         MethodNote([42])
+
+
+def test_note_shows_a_records_words_about_how_it_was_made_in_the_readers_words():
+    note = how_measured("the package's default learner (commit 9c2dee0), two run lengths; the default learner of "
+                        "commit 49731b5 with one change off", ["beside other work (the book's build and chapter runs, "
+                                                               "a third bench)", ("load", "beside the book's test runs")])
+    text = note._repr_markdown_()
+    assert "commit" not in text and "book's" not in text
+    assert "the package's default learner, two run lengths" in text and "the default learner of that day with" in text
+    assert "(other jobs, a third bench)" in text and "**load**: beside other jobs" in text
+    assert reader_words("a commitment of 2 days") == "a commitment of 2 days"  # only a commit's hash goes

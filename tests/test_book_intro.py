@@ -1,5 +1,5 @@
 """The intro's table states one finding per chapter; each number it quotes is recomputed here from the
-committed record the chapter reads, so the intro cannot drift from the chapters."""
+stored record the chapter reads, so the intro cannot drift from the chapters."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -71,11 +71,11 @@ def test_the_learners_row_reads_the_quiet_record(quiet):
 
 def test_the_vecenv_row_reads_the_quiet_and_loaded_records(quiet):
     row = _row("06_vecenv_vs_vmap")
-    committed = batched.committed_reading(quiet, read_records(scale.LOADED_SCALE_RECORD))
+    recorded = batched.recorded_reading(quiet, read_records(scale.LOADED_SCALE_RECORD))
     costs = batched.call_costs(quiet)
     vmap_fixed = costs.loc["vmap env", "c ÷ batched env's"]
-    said = (f"the batched env ran {committed['two accounts']['speed-up']:.1f}× the subprocess",
-            f"made {committed['two processes']['speed-up']:.2f}× the env-steps/s of one process",
+    said = (f"the batched env ran {recorded['two accounts']['speed-up']:.1f}× the subprocess",
+            f"made {recorded['two processes']['speed-up']:.2f}× the env-steps/s of one process",
             f"at {vmap_fixed:.2f}× the batched env's fixed cost")
     assert all(part in row for part in said), said
     above = batched.process_record_reading(read_records(batched.PROCESSES_RECORD))  # the rounds record of 6.5
@@ -229,8 +229,8 @@ def test_the_demo_row_reads_the_default_learners_walk_forward():
 
 def test_the_opening_says_where_the_speed_figures_were_measured():
     text = (Path(__file__).resolve().parents[1] / "book" / "intro.md").read_text()
-    assert "Every speed figure of this package was measured on a CPU with two cores" in text
-    # the sentence "holds no GPU measurement of the package" stands only while no GPU record is committed
-    assert "the book holds no GPU measurement of the package" in text and not ft.book.record_names("gpu*.json")
+    assert "All speed figures were measured on a CPU with two cores" in text
+    # the sentence "holds no GPU measurement of the package" stands only while no GPU record is stored
+    assert "The book holds no GPU measurement of\nthe package" in text and not ft.book.record_names("gpu*.json")
     scale_record = read_records(scale.SCALE_RECORD)
     assert {row["cpu_count"] for row in scale_record} == {2}

@@ -1,7 +1,7 @@
 """Chapter 5's tables, figures and folded blocks (`finrl_tutorial.book.learners`): every number they
 show is the one computed from the record, every speed-up names the fastest in-process trainer as its
 baseline, and each conditional line appears exactly when the record says so (hand-made records for
-the branches the committed ones do not reach). The chapter's own sentences are checked by its
+the branches the recorded ones do not reach). The chapter's own sentences are checked by its
 hidden cells."""
 from __future__ import annotations
 
@@ -178,7 +178,7 @@ def test_the_like_with_like_projection_figure_names_its_baseline(quiet, table):
 # --- the measured box -----------------------------------------------------------------------------
 
 def test_the_committed_rows_name_their_record_and_repeat_its_readings(quiet, table, phases):
-    rows = learners.committed_rows(quiet, scale.SCALE_RECORD)
+    rows = learners.recorded_rows(quiet, scale.SCALE_RECORD)
     assert all(key.startswith(scale.SCALE_RECORD) for key in rows)
     baseline, one, two = learners.ddp_labels(table)
     values = list(rows.values())
@@ -216,3 +216,17 @@ def test_speed_family_holds_the_chapters_three_verdicts_with_their_baselines(qui
 
 def test_the_measurement_note_calls_three_round_verdicts_exploratory(quiet):
     assert "exploratory" in _text(learners.measurement_note(quiet, scale.SCALE_RECORD))
+
+
+def test_the_what_if_gets_its_own_panel_with_its_own_baseline(quiet, table):
+    model, trainer = scale.fit_cost_model(quiet, "ddp"), scale.fit_trainer_model(quiet)
+    fig, (ax, what_if_ax) = plt.subplots(1, 2)
+    learners.plot_ddp_projection(model, table, ax, trainer=trainer, what_if_ax=what_if_ax)
+    main = [t.get_text() for t in ax.get_legend().get_texts()]
+    other = [t.get_text() for t in what_if_ax.get_legend().get_texts()]
+    assert not any(label.startswith(learners.WHAT_IF.format(factor=10)) for label in main)  # one baseline per panel
+    assert "what-if" not in ax.get_ylabel() and "with as many envs" in ax.get_ylabel()
+    assert any(label.startswith(learners.WHAT_IF.format(factor=10)) for label in other)
+    assert "1.0: its own single rank" in other and "its own" in what_if_ax.get_ylabel()
+    assert "projection only" in what_if_ax.get_title().replace("\n", " ")
+    plt.close(fig)

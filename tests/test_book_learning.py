@@ -2,7 +2,7 @@
 chapters 2 and 7) read what their records hold.
 
 The chapters' sentences are Markdown, checked number by number in hidden cells; here the readings
-behind them are checked against the committed records (or small hand-made ones where a branch needs
+behind them are checked against the stored records (or small hand-made ones where a branch needs
 it): tables, intervals, budgets, ends near a margin, the folded method blocks (no platform string,
 no word from outside the project, every multiplier with its baseline) and the boxes. No timing here.
 """
@@ -798,7 +798,7 @@ def test_same_markets_finds_a_market_built_differently():
     moved = dict(case, buy_and_hold_sharpe=0.41)
     assert learning.same_markets({"cases": [case]}, {"cases": [moved]})["differing"] == [
         (("factor", 0.05, 30, 0), (0.4, 1.1), (0.41, 1.1))]
-    # the committed pairs the chapter reads ran the same markets
+    # the recorded pairs the chapter reads ran the same markets
     for plain, default in (("bench_learn.json", "bench_learn_default.json"),
                            ("bench_learn_realistic.json", "bench_learn_pathwise.json")):
         assert learning.same_markets(read_records(plain)[0], read_records(default)[0])["differing"] == []
@@ -848,3 +848,21 @@ def test_a_cheaper_network_is_read_against_the_default_on_its_own_markets():
     table = learning.network_table({"cases": cases}, small, [(300_000, 300_000), (300_000, 900_000)])
     assert list(table.index) == ["300,000 vs 300,000 env-steps", "900,000 vs 300,000 env-steps"]
     assert list(table["verdict"]) == ["falls behind", "keeps up"] and list(table["ahead"]) == ["0 of 4", "2 of 3"]
+
+
+def test_plot_kl_draws_every_bar_on_a_log_scale_and_marks_a_zero_it_cannot_draw():
+    import matplotlib.pyplot as plt
+
+    from finrl_tutorial.book.learning import plot_kl
+
+    full_kl = pd.DataFrame({"market": ["sample", "sample"], "variant": ["base", "repeat_times=2"],
+                            "approx KL": [1e-4, 1e-5], "clip fraction": [1e-3, 0.0]}).set_index(["market", "variant"])
+    live_kl = pd.DataFrame({"approx KL": [4e-4], "clip fraction": [0.0]}, index=pd.Index(["base"], name="variant"))
+    fig, axes = plt.subplots(1, 2)
+    plot_kl(axes, full_kl, live_kl, ["base", "repeat_times=2"], {"config": {"gae_lambda": 0.95}})
+    assert all(ax.get_xscale() == "log" for ax in axes) and len(axes[0].patches) == 3
+    assert [t.get_text() for t in axes[1].texts] == [" 0", " 0"] and not axes[0].texts  # the two zero clip fractions
+    assert [t.get_text() for t in axes[0].get_yticklabels()] == ["base (live)", "base (sample)", "repeat_times=2 (sample)"]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend[0] == "live runs (default learner)" and legend[1].startswith("sample: record")
+    plt.close(fig)

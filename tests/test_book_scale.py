@@ -38,7 +38,7 @@ def test_the_default_learner_threads_are_the_faster_choice_of_the_quiet_record(q
 
 
 def test_the_committed_speed_verdicts_are_recomputed_from_the_rounds_and_none_is_a_tie(quiet, loaded):
-    """The words chapters 4, 5 and 8 print: no committed round range lies within the ±5 % margin,
+    """The words chapters 4, 5 and 8 print: no recorded round range lies within the ±5 % margin,
     so a crossing of 1 is inconclusive there, never a tie."""
     for records in (quiet, loaded):
         table = scale.speedups(records)

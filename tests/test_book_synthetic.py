@@ -145,3 +145,28 @@ def test_oracle_rerun_reproduces_the_rule_and_costs_lower_its_ratio():
     assert rerun["fundamental law"] == pytest.approx(sm.fundamental_law_ir(0.10, 10))
     with pytest.raises(ValueError, match="no market"):
         sm.oracle_rerun(record, 0.05, 10, seed=3)
+
+
+def test_the_realised_ic_figure_draws_one_point_and_bar_per_market_against_the_planted_line():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    specs = [ft.SyntheticSpec(family="factor", ic=0.05, num_stocks=5, num_days=120, seed=seed) for seed in range(3)]
+    measured = sm.measured_markets(specs)
+    fig, ax = plt.subplots()
+    sm.plot_realised_ic(measured, ax)
+    points = [line for line in ax.get_lines() if line.get_marker() == "o"]
+    assert len(points) == 1 and np.allclose(points[0].get_ydata(), measured["realised IC"])
+    bars = ax.containers[0].lines[2][0].get_segments()  # the error bars: one vertical segment per market
+    assert len(bars) == 3
+    for (low, high), ic, se in zip(([s[0][1], s[1][1]] for s in bars), measured["realised IC"], measured["IC standard error"]):
+        assert low == pytest.approx(ic - 2 * se) and high == pytest.approx(ic + 2 * se)
+    planted = [line for line in ax.get_lines() if line.get_label().startswith("planted IC")]
+    assert len(planted) == 1 and set(planted[0].get_ydata()) == {0.05}
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1", "2"]
+    assert "IC" in ax.get_ylabel() and "seed" in ax.get_xlabel()
+    plt.close(fig)
+    with pytest.raises(ValueError, match="one planted IC"):
+        sm.plot_realised_ic(sm.measured_markets([specs[0], ft.SyntheticSpec(ic=0.10, num_stocks=5, num_days=120)]), ax)

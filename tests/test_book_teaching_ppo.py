@@ -1,5 +1,5 @@
 """Chapter 3's readings (`finrl_tutorial.book.teaching_ppo`): every number a table, folded note or box
-states is the one computed from its inputs (the committed ``bench learn``, sweep and walk-forward
+states is the one computed from its inputs (the stored ``bench learn``, sweep and walk-forward
 records, or small hand-made tensors), and the figures draw what their docstrings promise. The
 chapter's prose is Markdown, checked by its own hidden cells. No timing."""
 from __future__ import annotations
@@ -221,7 +221,7 @@ def test_plot_gae_reach_draws_the_weights_of_each_lambda():
 def test_gamma_records_table_reads_gamma_from_each_committed_record(sweep, walkforward, learn):
     table = teaching_ppo.gamma_records_table(sweep, walkforward, learn)
     assert table.loc["chapter 2's sweep", "γ"] == sweep["base_config"]["gamma"]
-    assert table.loc["walk-forward (chapter 1)", "γ"] == walkforward["config"]["gamma"]
+    assert table.loc["walk-forward, plain learner (its reference page)", "γ"] == walkforward["config"]["gamma"]
     knobs = {knob for change in sweep["variants"].values() for knob in change}
     assert all(knob in table.loc["chapter 2's sweep", "changes from the defaults"] for knob in knobs)
     assert "gamma" not in table.loc["chapter 2's sweep", "changes from the defaults"]
@@ -239,7 +239,7 @@ def test_gamma_records_table_names_an_override_and_a_changed_config(sweep, walkf
     table = teaching_ppo.gamma_records_table(sweep, walk2, learn2)
     assert table.loc["learning benchmark", "γ"] == "0.99"
     assert table.loc["learning benchmark", "changes from the defaults"] == "gamma=0.99"
-    assert table.loc["walk-forward (chapter 1)", "changes from the defaults"] == "gamma=0.95"
+    assert table.loc["walk-forward, plain learner (its reference page)", "changes from the defaults"] == "gamma=0.95"
 
 
 def test_plot_objectives_draws_each_objective_on_each_advantage():
@@ -372,3 +372,16 @@ def test_chapter_box_states_this_run_and_the_committed_intervals(learn):
     named = teaching_ppo.chapter_box(comparison, 49_152, file_lines, {"loss/minibatches": 16, "loss/clip_fraction": 0.04},
                                      gradients, versus, record_name="x.json")
     assert "PPO minus A2C, test excess (x.json, uncorrected)" in {name for _, name, _ in named.rows}
+
+
+def test_show_source_until_lists_a_configs_fields_without_its_checks():
+    from finrl_tutorial import InputError
+    from finrl_tutorial.agents import PPOConfig
+    from finrl_tutorial.book import show_source
+
+    listing = str(getattr(show_source(PPOConfig, until="def __post_init__"), "data", show_source(PPOConfig, until="def __post_init__")))
+    assert "repeat_times: int = 4" in listing and "hidden_sizes" in listing
+    assert "__post_init__" not in listing and "raise ConfigError" not in listing
+    assert "__post_init__" in str(getattr(show_source(PPOConfig), "data", ""))
+    with pytest.raises(InputError, match="not in the source"):
+        show_source(PPOConfig, until="def no_such_method")

@@ -1,6 +1,6 @@
 """Chapter 4's readings (`finrl_tutorial.book.workers`) say what their records say.
 
-Every table, figure and folded block is checked against the numbers computed from the committed
+Every table, figure and folded block is checked against the numbers computed from the recorded
 ``bench scale`` records (or from a small hand-made input where a branch needs one): the number in a
 line is the one the record gives and the baseline of every ``N×`` is named. The chapter's own
 sentences are checked by its hidden cells. No timing: nothing here trains.
@@ -123,7 +123,7 @@ def test_live_method_names_the_budget_and_the_load_range():
     assert "2.5 over the runs above, on 2 cores" in text and "above the cores, so the runs shared the machine" in text
 
 
-# --- 4.4: the committed record -------------------------------------------------------------------
+# --- 4.4: the stored record -------------------------------------------------------------------
 
 def test_phase_view_and_plot_show_the_records_phases(phases):
     shown = workers.phase_view(phases).data

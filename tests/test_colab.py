@@ -73,7 +73,7 @@ def test_the_wheel_ships_the_records_and_the_sample_data(installed):
     names = set(zipfile.ZipFile(installed["wheel"]).namelist())
     records = sorted(path.name for path in (ROOT / "book" / "data").iterdir()
                      if path.suffix in (".json", ".jsonl", ".png", ".md"))
-    assert records, "no committed records under book/data"
+    assert records, "no stored records under book/data"
     missing = [name for name in records if f"finrl_tutorial/records/{name}" not in names]
     assert not missing, f"records missing from the wheel: {missing}"
     sample = sorted(path.name for path in (ROOT / "finrl_tutorial" / "data" / "sample").iterdir() if path.is_file())

@@ -233,7 +233,7 @@ def test_cases_run_with_set_overrides_are_summarised_apart_and_left_out_of_the_s
     assert "overrides" not in plain and plain["seeds"] == 2 and plain["test_excess_mean"] == pytest.approx(0.1)
     assert changed["overrides"] == {"pathwise": False} and changed["test_excess_mean"] == pytest.approx(0.02)
     assert learn.smallest_beating_ic(rows)[30]["tried"] == [{"ic": 0.05, "beats": 2, "markets": 2}]  # the default's
-    labels = [t.get_text() for t in learn.plot_capture(rows, None).axes[0].get_legend().get_texts()]
+    labels = [t.get_text() for t in learn.plot_capture(rows, None).legends[0].get_texts()]
     assert any("pathwise=False" in label for label in labels)
 
 
@@ -249,10 +249,34 @@ def test_the_summary_reads_the_oracle_chosen_on_training_and_validation_beside_t
     assert row["informed_train_valid_capture_pooled"] == pytest.approx(2.0)
 
 
-def test_the_capture_figure_cuts_its_axis_where_one_band_would_flatten_the_rest_and_says_so():
-    wide = [_case(0.05, 30, 0, 0.1, "tie", informed=0.2), _case(0.05, 30, 1, 0.7, "beats", informed=0.1)]
-    rows = learn.summarize(wide)  # informed captures 0.5 and 7.0: the band reaches 7
-    left = learn.plot_capture(rows, None).axes[0]
-    assert left.get_ylim()[1] == learn.CAPTURE_AXIS_TOP and "axis cut at 3: the highest market's band reaches 7.0" in left.get_title()
+def test_the_capture_figure_keeps_a_fixed_axis_and_marks_each_point_beyond_it_with_its_value():
+    wide = [_case(0.05, 30, 0, 0.1, "tie", informed=0.02, oracle=0.01), _case(0.05, 30, 1, 0.7, "beats", informed=0.01, oracle=0.01)]
+    rows = learn.summarize(wide)  # pooled, at 0 and 8,192 steps: 0.4 / 0.015 = 26.7 of the informed oracle, 40 of the signal rule
+    fig = learn.plot_capture(rows, None)
+    for ax, prefix in zip(fig.axes, ("informed_", "")):
+        assert ax.get_ylim() == learn.CAPTURE_AXIS[prefix]  # the data do not move the axis
+        low, high = ax.get_ylim()
+        assert low < 0 < 1 < high and {0.0, 1.0} <= {line.get_ydata()[0] for line in ax.get_lines() if len(line.get_ydata()) == 2}
+        assert "2 points beyond the axis" in ax.get_title()
+        edge = [line for line in ax.get_lines() if line.get_marker() == "^"]
+        assert len(edge) == 2 and all(line.get_ydata()[0] == high for line in edge)  # triangles at the top edge
+        drawn = [line for line in ax.get_lines() if line.get_marker() == "o"]
+        assert all(not (line.get_ydata() > high).any() for line in drawn)  # no line runs off the axis
+    values = [text.get_text() for text in fig.axes[0].texts]
+    pooled = next(r for r in rows if r["select"] == "best" and r["env_steps"] == 8192)["informed_capture_pooled"]
+    assert values == [f"{pooled:.1f}"] * 2 == ["26.7"] * 2
+    assert not any(ax.collections for ax in fig.axes)  # no min-max band
+    legend = fig.legends[0]
+    assert not any(ax.get_legend() for ax in fig.axes)  # one legend, outside the panels
+    assert legend.get_window_extent().y1 <= min(ax.get_window_extent().y0 for ax in fig.axes)
     narrow = learn.plot_capture(learn.summarize([_case(0.05, 30, 0, 0.1, "tie")]), None).axes[0]
-    assert "axis cut" not in narrow.get_title() and narrow.get_ylim()[1] < learn.CAPTURE_AXIS_TOP
+    assert "beyond the axis" not in narrow.get_title() and not narrow.texts
+    assert narrow.get_ylim() == learn.CAPTURE_AXIS["informed_"]
+
+
+def test_the_capture_figure_names_a_cell_no_panel_can_draw_in_its_legend():
+    rows = learn.summarize([_case(0.05, 30, 0, 0.1, "tie"), _case(0.02, 30, 0, 0.0, "tie", informed=-0.1, oracle=-0.1)])
+    texts = [t.get_text() for t in learn.plot_capture(rows, None).legends[0].get_texts()]
+    missing = [text for text in texts if "ic 0.02" in text]
+    assert len(missing) == 1 and "not drawn, the informed oracle and the signal rule made no pooled excess" in missing[0]
+    assert texts[-2:] == ["the panel's oracle (1)", "buy-and-hold (0)"]

@@ -1,5 +1,5 @@
 """The verdict vocabulary: "beats" / "loses" when an interval excludes 0, "tie" only when the whole
-interval lies inside the equivalence margin, else "inconclusive"; the readers of committed records
+interval lies inside the equivalence margin, else "inconclusive"; the readers of stored records
 recompute it from the stored bounds rather than trust the stored string; the CLI takes the margin."""
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ class PPOConfig:
     gamma: float = 0.9
     """Discount factor per trading day. A target portfolio is rebalanced every day, so an action's
     effect on the return is mostly the next day's; 0.9 still counts about ten days of trading
-    costs. (No committed record compares other values; `bench learn --set gamma=0.99` measures one.)"""
+    costs. (No stored record compares other values; `bench learn --set gamma=0.99` measures one.)"""
     gae_lambda: float = 0.2
     """GAE λ: 0 is one-step TD, 1 is Monte Carlo. Low, because with ``pathwise`` the day's own
     reward reaches the policy through its pathwise gradient and the later days' rewards add mostly

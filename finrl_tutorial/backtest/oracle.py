@@ -71,7 +71,7 @@ def oracle_capture(agent_record: EpisodeRecord, oracle_record: EpisodeRecord,
 RULE_KINDS = ("top_k", "mean_variance", "simple")
 RULE_ALIASES = {"signal": "simple"}
 """Other names a kind is accepted under: ``signal`` is the signal rule, stored as ``simple`` (the
-name the committed records use)."""
+name the stored records use)."""
 
 RISK_AVERSIONS = (0.25, 1.0, 4.0, 16.0)
 """``mean_variance`` grid: risk aversion λ (daily returns; λ = 4 and a stock's variance of 5e-4

@@ -46,6 +46,7 @@ from pathlib import Path
 import torch
 import matplotlib
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from ..agents import make_config
 from ..atomic import save_figure, write_json
@@ -292,18 +293,43 @@ def smallest_beating_ic(rows: list[dict], select: str = "best", learner: str = "
     return out
 
 
-CAPTURE_AXIS_TOP = 3.0
-"""`plot_capture` cuts its y axis here when a band reaches higher, and says so on the panel."""
+CAPTURE_AXIS = {"informed_": (-0.5, 1.5), "": (-0.5, 3.0)}
+"""`plot_capture`'s fixed y range per panel (by the summary's field prefix: the informed oracle, the
+signal rule). Each holds buy-and-hold (0) and the panel's oracle (1); the signal rule's reaches 3
+because an agent often earns twice that rule's excess. A pooled point beyond it is drawn at the edge
+as a triangle with its value, never by widening the axis: a ratio over a near-zero oracle excess
+(e.g. 32.9) would flatten every other line."""
+
+
+def _mark_clipped(ax, points: list[tuple[float, float, str]], low: float, high: float) -> int:
+    """Each ``(x, value, colour)`` outside ``[low, high]`` as a triangle at the edge it crosses, with
+    its value beside it (toward the middle of the x axis; stacked where several share an x and an
+    edge). How many were marked."""
+    stacked: dict[tuple, int] = {}
+    left, right = ax.get_xlim()
+    for x, value, colour in points:
+        if low <= value <= high:
+            continue
+        top = value > high
+        order = stacked[(x, top)] = stacked.get((x, top), -1) + 1
+        inward = 1 if x < (left + right) / 2 else -1
+        ax.plot([x], [high if top else low], marker="^" if top else "v", color=colour, markersize=8,
+                linestyle="none", clip_on=False, zorder=5)
+        ax.annotate(f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}", (x, high if top else low),
+                    xytext=(7 * inward, (-9 - 10 * order) if top else (9 + 10 * order)), textcoords="offset points",
+                    fontsize="x-small", color=colour, ha="left" if inward > 0 else "right", va="center",
+                    annotation_clip=False)
+    return sum(stacked[key] + 1 for key in stacked)
 
 
 def plot_capture(rows: list[dict], path, select: str = "best"):
     """Capture against the informed oracle (left) and the signal rule (right) vs env steps, one
-    line per cell (family, ic, stocks) and learner: the pooled capture, with a band from the
-    lowest to the highest market; the oracle (1) and buy-and-hold (0) marked. The control market,
-    with no excess to capture, is left out."""
-    fig = Figure(figsize=(12, 4.8), layout="constrained")
-    axes = fig.subplots(1, 2, sharey=False)
-
+    line per cell (family, ic, stocks) and learner: the pooled capture (ratio of the markets' mean
+    excesses), on a fixed y range per panel (`CAPTURE_AXIS`) with buy-and-hold (0) and the oracle (1)
+    marked; a point beyond the range is a triangle at the edge with its value. Single markets are
+    not drawn: they spread far beyond any range that shows the pooled lines. One legend below both
+    panels (a cell keeps its colour in both), naming any cell a panel cannot draw. The control
+    market, with no excess to capture, is left out."""
     def label_of(row: dict) -> str:
         changed = "".join(f" {key}={value}" for key, value in row.get("overrides", {}).items())
         return (f"{row['learner']}{changed} {row['family']} ic {row['ic']:g}, {row.get('stocks', 10)} stocks "
@@ -313,37 +339,45 @@ def plot_capture(rows: list[dict], path, select: str = "best"):
     labels = sorted({label_of(row) for row in rows if row["select"] == select and row["learner"] != "sb3_ppo"})
     palette = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
     colours = {label: palette[i % len(palette)] for i, label in enumerate(labels)}
+    fig = Figure(figsize=(12, 4.4 + 0.2 * math.ceil((len(labels) + 2) / 2)), layout="constrained")
+    axes = fig.subplots(1, 2, sharey=False)
+    not_drawn: dict[str, list[str]] = {}
     for ax, (prefix, title) in zip(axes, [("informed_", "informed oracle"), ("", "signal rule")]):
-        curves: dict[str, dict[int, tuple]] = {}
+        low, high = CAPTURE_AXIS[prefix]
+        curves: dict[str, dict[int, float]] = {}
         for row in rows:
             pooled = row.get(f"{prefix}capture_pooled")
             if row["select"] != select or row["learner"] == "sb3_ppo" or pooled is None:
                 continue
-            values = [v for v in row[f"{prefix}captures"] if v is not None]
-            curves.setdefault(label_of(row), {})[row["env_steps"]] = (pooled, min(values), max(values))
+            curves.setdefault(label_of(row), {})[row["env_steps"]] = pooled
+        clipped = []
         for label, points in sorted(curves.items()):
             steps = sorted(points)
-            ax.plot(steps, [points[s][0] for s in steps], marker=".", color=colours[label],
-                    linestyle="-" if label.startswith("ppo") else "--", label=label)
-            ax.fill_between(steps, [points[s][1] for s in steps], [points[s][2] for s in steps],
-                            color=colours[label], alpha=0.12)
-        missing = [label for label in labels if label not in curves]
-        if missing:  # say which cells this panel cannot draw, rather than drop them silently
-            ax.text(0.99, 0.02, f"not drawn, the {title} made no pooled excess there (no capture):\n"
-                    + "\n".join(missing), transform=ax.transAxes, ha="right", va="bottom", fontsize="xx-small",
-                    color="dimgrey")
-        ax.axhline(1.0, color="black", linewidth=0.8, linestyle=":", label=f"the {title}")
-        ax.axhline(0.0, color="grey", linewidth=0.8, label="buy-and-hold")
-        drawn = [value for points in curves.values() for point in points.values() for value in point]
-        cut = ""
-        if drawn and max(drawn) > CAPTURE_AXIS_TOP:  # one wide band would flatten every other curve
-            ax.set_ylim(min(-0.5, min(drawn) - 0.1), CAPTURE_AXIS_TOP)
-            cut = f"\naxis cut at {CAPTURE_AXIS_TOP:g}: the highest market's band reaches {max(drawn):.1f}"
+            inside = [points[s] if low <= points[s] <= high else math.nan for s in steps]  # broken where it leaves
+            ax.plot(steps, inside, marker="o", markersize=3.5, color=colours[label],
+                    linestyle="-" if label.startswith("ppo") else "--")
+            clipped += [(s, points[s], colours[label]) for s in steps]
+        for label in labels:
+            if label not in curves:  # say which cells this panel cannot draw, rather than drop them silently
+                not_drawn.setdefault(label, []).append(title)
+        ax.axhline(1.0, color="black", linewidth=0.8, linestyle=":")
+        ax.axhline(0.0, color="grey", linewidth=0.8)
+        ax.set_ylim(low, high)
+        beyond = _mark_clipped(ax, clipped, low, high)
         ax.set_xlabel("env steps")
         ax.set_ylabel(f"{title}'s excess return captured (test)")
-        ax.set_title(f"against the {title} (line: pooled; band: lowest to highest market){cut}", fontsize="small")
+        ax.set_title(f"against the {title}: 1 = all of its excess, 0 = buy-and-hold's"
+                     + (f"\n{beyond} point{'s' if beyond > 1 else ''} beyond the axis: ▲/▼ at the edge, with the value"
+                        if beyond else ""), fontsize="small")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize="x-small", loc="upper left")
+    handles = [Line2D([], [], color=colours[label], marker="o", markersize=3.5,
+                      linestyle="-" if label.startswith("ppo") else "--") for label in labels]
+    names = [label + (f": not drawn, the {' and the '.join(not_drawn[label])} made no pooled excess there (no capture)"
+                      if label in not_drawn else "") for label in labels]
+    handles += [Line2D([], [], color="black", linewidth=0.8, linestyle=":"),
+                Line2D([], [], color="grey", linewidth=0.8)]
+    names += ["the panel's oracle (1)", "buy-and-hold (0)"]
+    fig.legend(handles, names, loc="outside lower center", ncols=2, fontsize="x-small", frameon=False)
     if path is not None:
         save_figure(fig, path)
     return fig

@@ -57,7 +57,7 @@ all of them also go to ``--out``/``scale.json`` with two bar charts, ``env_steps
 counts interleaved, and report the median (the single runs under ``runs``, each with its
 ``loadavg``): on a shared machine
 one run of a process layout can be off by tens of percent. The default sweep took about four
-minutes on two quiet CPU cores (2026-11-30); the committed record (64 envs per process, 3 rounds)
+minutes on two quiet CPU cores (2026-11-30); the stored record (64 envs per process, 3 rounds)
 took 47 minutes on two cores at load average 10-25 (2026-12-01). Add ``--max-num-envs 262144`` on
 a GPU. Samples/s leave out one warm-up
 iteration, and no layout counts process start-up. The ddp layout's env-steps/s assumes the processes really run in

@@ -1,16 +1,16 @@
-"""The book room: what the chapters share, and every reading of a committed record.
+"""The book room: what the chapters share, and every reading of a stored record.
 
 A chapter starts with ``import finrl_tutorial as ft`` and ``ft.book.setup_chapter()`` instead of
 repeating the same preamble; ``ft.book.FAST`` says whether it runs its small versions. The bench
 (`finrl_tutorial.bench`) measures and writes records; this room turns them into tables, sentences,
 captions and figures: `report` (chapters 4-8: env throughput, the loop's cost, GPU,
-peers, the committed full-size run), `scale` (chapters 4, 5, 8: speed-ups, the cost model),
+peers, the recorded full-size run), `scale` (chapters 4, 5, 8: speed-ups, the cost model),
 `sweep` (chapters 2 and 7) and `teaching` (chapters 1-3: the yardsticks, like-with-like
 comparisons, a record's command as a reader runs it). On top of these, one module per chapter holds
 what that chapter shows, so its visible cells stay short: `demo` (chapter 1), `learning` (1.9-1.12,
 2 and 7), `teaching_ppo` (3), `workers` (4), `learners` (5), `batched` (6) and `benchmarks` (8);
 `folded` is the closed "How this was measured" block they share; `synthetic` holds the reference page
-"The synthetic markets" (the generator's numbers and what a planted edge is worth). The committed records under the
+"The synthetic markets" (the generator's numbers and what a planted edge is worth). The stored records under the
 repository's ``book/data/`` ship inside the package as ``finrl_tutorial.records``, so a chapter run alone (Colab: the notebook in
 an empty folder, the package installed from the repository) finds them with :func:`record_path`.
 """
@@ -19,6 +19,7 @@ from __future__ import annotations
 import fnmatch
 import importlib.resources
 import inspect
+import itertools
 import json
 import re
 import tempfile
@@ -35,7 +36,7 @@ from . import teaching  # chapters 1-3: like-with-like comparisons, Holm, distan
 from . import synthetic  # the reference page "The synthetic markets": the generator's numbers, what an edge is worth
 from .cli import cli_command, run_cli
 from .folded import markdown as _markdown
-# The readings of committed records, one import away for the chapters (``ft.book.describe(record)``).
+# The readings of stored records, one import away for the chapters (``ft.book.describe(record)``).
 from .report import env_throughput_table, loop_cost_lines, peer_summary, peer_table, provenance, rollout_share_table
 from .scale import (CostModel, fit_cost_model, fit_per_call, model_check, phase_table, plot_projection,
                     plot_speedups, project, speed_verdict, speedup_text, speedups)
@@ -68,7 +69,7 @@ def temp_run_folder(prefix: str = "finrl_tutorial_") -> Path:
 
 
 def _records_folder():
-    """Where the committed records are: the installed package ``finrl_tutorial.records`` or, in a
+    """Where the stored records are: the installed package ``finrl_tutorial.records`` or, in a
     checkout (an editable install, or the repository on sys.path: no records package), ``book/data/``.
     A Traversable: without an ``__init__.py`` the package may be a MultiplexedPath, whose str() is no path."""
     try:
@@ -78,7 +79,7 @@ def _records_folder():
 
 
 def record_path(name: str) -> Path:
-    """The committed record ``name`` (e.g. ``"bench_env.jsonl"``): from the installed package
+    """The stored record ``name`` (e.g. ``"bench_env.jsonl"``): from the installed package
     (``finrl_tutorial.records``) or, in a checkout, from ``book/data/``."""
     entry = _records_folder() / name
     if entry.is_file():
@@ -98,19 +99,25 @@ def read_records(name: str) -> list[dict]:
 
 
 def record_names(pattern: str = "*") -> list[str]:
-    """Names of the committed records matching ``pattern`` (e.g. ``"gpu*.json"``), sorted."""
+    """Names of the stored records matching ``pattern`` (e.g. ``"gpu*.json"``), sorted."""
     folder = _records_folder()
     entries = list(folder.iterdir()) if folder.is_dir() else []
     return sorted(entry.name for entry in entries if entry.is_file() and fnmatch.fnmatch(entry.name, pattern))
 
 
-def show_source(obj, lines: tuple[int, int] | None = None):
+def show_source(obj, lines: tuple[int, int] | None = None, until: str | None = None):
     """The installed source of ``obj`` (a function, class or module) as a listing: what runs is what
     the reader sees, in the built book and in Jupyter or Colab alike. ``lines=(first, last)`` keeps
-    those lines of the object's source (1-based, inclusive). Returns an IPython ``Markdown`` object
-    holding a fenced Python block (highlighted by Jupyter and by the book alike), or the fenced text
-    outside IPython."""
+    those lines of the object's source (1-based, inclusive); ``until`` keeps the lines before the
+    first that contains it (e.g. ``"def __post_init__"``: a config's fields without its checks).
+    Returns an IPython ``Markdown`` object holding a fenced Python block (highlighted by Jupyter and
+    by the book alike), or the fenced text outside IPython."""
     source = inspect.getsource(obj)
+    if until is not None:
+        kept = list(itertools.takewhile(lambda line: until not in line, source.splitlines()))
+        if len(kept) == len(source.splitlines()):
+            raise InputError(f"{until!r} is not in the source of {getattr(obj, '__qualname__', obj)}")
+        source = "\n".join(kept).rstrip() + "\n"
     if lines is not None:
         first, last = lines
         chunk = source.splitlines()[first - 1:last] if first >= 1 else []
@@ -129,13 +136,13 @@ class MeasuredBox:
     outputs is plain CommonMark, which has no tables, so the box is HTML; ``str(box)`` is the same
     box as Markdown text, for a terminal."""
 
-    def __init__(self, title: str, this_run: dict, committed: dict, shows: str, does_not_show: str,
+    def __init__(self, title: str, this_run: dict, recorded: dict, shows: str, does_not_show: str,
                  fast: bool = False):
         self.title, self.shows, self.does_not_show = title, shows, does_not_show
         # a fast-mode run trains on a small fraction of the budget: the label says so once, in the box
         run = "this run (live, fast mode: small budgets)" if fast else "this run (live)"
         self.rows = [(run, str(name), str(value)) for name, value in this_run.items()]
-        self.rows += [("full size (record)", str(name), str(value)) for name, value in committed.items()]
+        self.rows += [("full size (record)", str(name), str(value)) for name, value in recorded.items()]
 
     def _repr_html_(self) -> str:
         from html import escape
@@ -157,11 +164,11 @@ class MeasuredBox:
     __repr__ = __str__
 
 
-def measured_box(this_run: dict, committed: dict, shows: str, does_not_show: str,
+def measured_box(this_run: dict, recorded: dict, shows: str, does_not_show: str,
                  title: str = "What this chapter measured", fast: bool | None = None) -> MeasuredBox:
-    """The box at the end of a chapter: this run's numbers, the committed full-size numbers (each
+    """The box at the end of a chapter: this run's numbers, the recorded full-size numbers (each
     naming its record), and what they do and do not show; ``fast`` (default: `FAST`) labels this
     run's numbers as a small-budget (fast-mode) run's. Returns a :class:`MeasuredBox`, which a
     cell displays as an HTML table inside a note (in Jupyter, Colab and the built book alike) and
     ``print`` shows as text."""
-    return MeasuredBox(title, this_run, committed, shows, does_not_show, FAST if fast is None else fast)
+    return MeasuredBox(title, this_run, recorded, shows, does_not_show, FAST if fast is None else fast)

@@ -4,7 +4,7 @@ env, add throughput.
 
 The chapter measures with `finrl_tutorial.bench.measure_env` and keeps its numbers in a pandas
 Series ``rate`` of env-steps/s indexed by ``(env, num_envs)``; the functions here turn those
-numbers, the rounds of `process_rounds` and the committed records (the quiet and the loaded
+numbers, the rounds of `process_rounds` and the stored records (the quiet and the loaded
 ``bench scale`` records of `finrl_tutorial.book.scale`, and the H200 anchors of `GPU_RECORD`) into
 the chapter's figures, tables and folded method notes; the chapter's prose is Markdown, checked
 by hidden cells against these readings. Each ``N×`` a table states names what it is a multiple of. Only `process_rounds`
@@ -27,7 +27,7 @@ from .scale import (LOADED_SCALE_RECORD, SCALE_RECORD, SPEED_TIE_MARGIN, fit_per
                     speed_verdict, speedups)
 
 GPU_RECORD = "anchors_elegantrl_h200.jsonl"
-"""The committed measurement of other envs on one NVIDIA H200 (chapter 6.6)."""
+"""The recorded measurement of other envs on one NVIDIA H200 (chapter 6.6)."""
 
 RATIO = "2 processes ÷ faster 1 process"
 """The column of `process_rounds` that holds each round's speed ratio."""
@@ -221,12 +221,12 @@ def rounds_frame(record: dict) -> pd.DataFrame:
 
 
 PROCESSES_RECORD = "bench_processes_quiet.jsonl"
-"""The committed ``bench processes`` record (6.5): two processes of 1,024 and of 8,192 accounts each
+"""The stored ``bench processes`` record (6.5): two processes of 1,024 and of 8,192 accounts each
 against one process with all their accounts, 5 interleaved rounds each, on a quiet 2-core machine."""
 
 
 def process_record_reading(records, fit: dict | None = None) -> pd.DataFrame:
-    """Each size of a committed ``bench processes`` record (`PROCESSES_RECORD`), one row: the
+    """Each size of a stored ``bench processes`` record (`PROCESSES_RECORD`), one row: the
     accounts per process and in all, the rounds' ratios of two processes ÷ the faster single-process
     setup of the same round (`RATIO`: median, min, max) and ÷ the one-thread process alone (min,
     max: a baseline fixed before the rounds), the verdict of the rounds (`speed_verdict`), the
@@ -311,8 +311,8 @@ def projected_ratio(per_call: dict, num_envs: int) -> float:
     return (c + 2 * num_envs * a) / (c + num_envs * a)
 
 
-def committed_reading(quiet: list[dict], loaded: list[dict], largest: int = 16_384) -> dict:
-    """The two comparisons of 6.5 in the committed ``bench scale`` records (``quiet``: `SCALE_RECORD`,
+def recorded_reading(quiet: list[dict], loaded: list[dict], largest: int = 16_384) -> dict:
+    """The two comparisons of 6.5 in the stored ``bench scale`` records (``quiet``: `SCALE_RECORD`,
     ``loaded``: `LOADED_SCALE_RECORD`), each a row of `speedups`: the batched env at 2 accounts ÷
     the subprocess VecEnv with 2 processes (``"two accounts"``); two processes of the DDP layout's
     env half ÷ one batched env with all their accounts on one thread (``"two processes"``, and
@@ -348,10 +348,10 @@ def committed_reading(quiet: list[dict], loaded: list[dict], largest: int = 16_3
             "projected": projected_ratio(fit, per_process), "fit": fit}
 
 
-def rounds_method(rounds: pd.DataFrame, committed: dict):
+def rounds_method(rounds: pd.DataFrame, recorded: dict):
     """The method of 6.5, folded away: how the rounds ran (the command, interleaving, the baseline,
-    the tie margin), this run's rounds with their load averages, and the committed records'
-    names, dates and load averages (``committed``: `committed_reading`). Returns Markdown (a MyST
+    the tie margin), this run's rounds with their load averages, and the stored records'
+    names, dates and load averages (``recorded``: `recorded_reading`). Returns Markdown (a MyST
     dropdown)."""
     a = rounds.attrs
     table = rounds.reset_index()
@@ -361,7 +361,7 @@ def rounds_method(rounds: pd.DataFrame, committed: dict):
         cells = [f"{int(row['round']) + 1}", *(f"{row[k]:,.0f}" for k in _layouts(rounds)), f"{row[RATIO]:.2f}",
                  f"{row['load average']:.2f}"]
         lines.append("| " + " | ".join(cells) + " |")
-    pair, loaded = committed["two processes"], committed["loaded"]
+    pair, loaded = recorded["two processes"], recorded["loaded"]
     return _dropdown("How this was measured", f"""
 Each round starts two processes at the same moment, each running `{a['command']}` (one torch
 thread each; their env-steps/s are summed), then measures this process alone with all
@@ -374,7 +374,7 @@ one at the end of the round, on {a['cores']} cores):
 
 {chr(10).join(lines)}
 
-The recorded comparisons come from `{SCALE_RECORD}` ({committed['date']}, {committed['cores']} CPU
+The recorded comparisons come from `{SCALE_RECORD}` ({recorded['date']}, {recorded['cores']} CPU
 cores; load average {_range(pair['load min'], pair['load max'], 1)} during its two-process runs)
 and `{LOADED_SCALE_RECORD}` (the same command on the same machine under heavy load, load average
 {_range(loaded['load min'], loaded['load max'], 0)} during its two-process runs); each two-process rate there is the median of
@@ -448,21 +448,21 @@ The record `{GPU_RECORD}` was measured on {meta['device']}, on {meta['date']}, w
 
 # --- the answer --------------------------------------------------------------------------------------
 
-def committed_answer(committed: dict) -> str:
-    """What the quiet committed record (`committed_reading`) answers on a second batched process: its
+def recorded_answer(recorded: dict) -> str:
+    """What the quiet stored record (`recorded_reading`) answers on a second batched process: its
     verdict from rounds, or ``"one ratio, no verdict"`` where it holds one ratio against a single run
     (inconclusive is a verdict of rounds, so one ratio is not called so)."""
-    verdict = committed["two processes"]["verdict"]
+    verdict = recorded["two processes"]["verdict"]
     return "one ratio, no verdict" if verdict == "one ratio" else verdict
 
 
-def answer(rate: pd.Series, rounds: pd.DataFrame, committed: dict, per_call: dict, fast: bool = False) -> dict:
+def answer(rate: pd.Series, rounds: pd.DataFrame, recorded: dict, per_call: dict, fast: bool = False) -> dict:
     """The chapter's answer in numbers: the batched env ÷ the subprocess VecEnv at the smallest
     shared size (``"same"``, at ``"accounts"``), the call of the largest batched size ÷ the call at
     that size (``"call ratio"``, ``"large"``; `same_accounts_reading`), this run's rounds
     (`rounds_reading`), whether they may answer (``"live"``: not in fast mode, ``fast``, and no round
-    loaded past the cores; ``"why not"``: `not_deciding`), the committed comparisons
-    (`committed_reading`) and their answer (``"committed answer"``: `committed_answer`), which
+    loaded past the cores; ``"why not"``: `not_deciding`), the recorded comparisons
+    (`recorded_reading`) and their answer (``"recorded answer"``: `recorded_answer`), which
     measurements of a second batched process show it paying (``"paid"``: names; this run only where
     it is live), and the projection of the cost model fitted in 6.3 with a free core per process: two
     processes of N accounts ÷ one process of 2N (``"projected"``: `projected_ratio`), this run's
@@ -474,11 +474,11 @@ def answer(rate: pd.Series, rounds: pd.DataFrame, committed: dict, per_call: dic
     n = run["num_envs"]
     projected = projected_ratio(per_call, n)
     paid = [name for name, shown in (("this run", not why and run["verdict"] == "faster"),
-                                     ("the quiet record", committed["two processes"]["speed-up"] > 1),
-                                     ("the loaded record", committed["loaded"]["speed-up"] > 1)) if shown]
+                                     ("the quiet record", recorded["two processes"]["speed-up"] > 1),
+                                     ("the loaded record", recorded["loaded"]["speed-up"] > 1)) if shown]
     return {"accounts": same["small"], "same": same["same"][same["small"]], "large": same["large"],
-            "call ratio": same["call ratio"], "rounds": run, "committed": committed, "live": not why, "why not": why,
-            "committed answer": committed_answer(committed),
+            "call ratio": same["call ratio"], "rounds": run, "recorded": recorded, "live": not why, "why not": why,
+            "recorded answer": recorded_answer(recorded),
             "paid": paid, "projected": projected, "per call": per_call,
             "measured ÷ projected": (run["low"] / projected, run["high"] / projected),
             "same sizes": same["same"]}
@@ -510,9 +510,9 @@ def _faster_count(ratios: list[float], margin: float = SPEED_TIE_MARGIN) -> str:
 def box_contents(result: dict, gpu: dict, above: pd.DataFrame | None = None) -> dict:
     """The keyword arguments of `finrl_tutorial.book.measured_box` for chapter 6, from `answer`,
     `gpu_reading` and, if given, `process_record_reading` of `PROCESSES_RECORD` (``above``): this
-    run's ratios, each naming its baseline, the committed ones with their records, and what they do
+    run's ratios, each naming its baseline, the recorded ones with their records, and what they do
     and do not show."""
-    run, c = result["rounds"], result["committed"]
+    run, c = result["rounds"], result["recorded"]
     rounds_record = {} if above is None else {
         f"{PROCESSES_RECORD}, {label} ÷ faster 1 process × {int(row['accounts in all']):,} (1 or {int(row['cores'])} threads)":
             f"median {row['÷ faster 1 process, median']:.2f}×, rounds {_range(row['min'], row['max'])}×: {row['verdict']} "
@@ -531,7 +531,7 @@ def box_contents(result: dict, gpu: dict, above: pd.DataFrame | None = None) -> 
             f"projection, not a measurement (6.1's model, a free core each): 2 processes × {n:,} ÷ 1 process × "
             f"{2 * n:,}": f"{result['projected']:.2f}×; " + projection_check(result),
         },
-        "committed": {
+        "recorded": {
             f"{SCALE_RECORD} ({c['date']}), 2 accounts: batched env ÷ subprocess VecEnv":
                 f"{c['two accounts']['speed-up']:.1f}× (one ratio, no rounds)",
             f"{SCALE_RECORD}, 2 processes × {c['per process']:,} ÷ 1 process × {c['accounts']:,} (1 thread)":
@@ -545,11 +545,11 @@ def box_contents(result: dict, gpu: dict, above: pd.DataFrame | None = None) -> 
             f"{GPU_RECORD} ({gpu['meta']['date']}, one H200: another device, another program)":
                 f"ElegantRL's StockTradingVecEnv {elegant.max():,.0f} env-steps/s at {elegant.idxmax():,} accounts",
         },
-        "shows": "layouts compared at the same number of accounts (the batched env faster than the subprocess VecEnv in "
-                 "this box's same-accounts ratios: "
+        "shows": "the batched env against the subprocess VecEnv at equal accounts, one ratio each (the batched env "
+                 "faster in "
                  + _faster_count(list(result["same sizes"].values()) + [c["two accounts"]["speed-up"]])
-                 + ", on this CPU at the sizes measured; one ratio each, not a verdict), what more accounts per "
-                 "call buy, and whether a second batched process helped on this CPU at this load",
+                 + " on this CPU); what more accounts per call buy; whether a second batched process helped "
+                 "on this CPU at this load",
         "does_not_show": "this package's env on a GPU (not measured on a GPU), or machines with more free cores",
     }
 

@@ -1,6 +1,6 @@
 """Chapter 8's readings: benchmark records turned into the tables, figures and readings of the page.
 
-Every function reads committed records (the dicts of a ``bench`` JSON-lines file, a ``report.json``,
+Every function reads stored records (the dicts of a ``bench`` JSON-lines file, a ``report.json``,
 or the chapter's live `run_experiment` report) and returns a table (a DataFrame), a reading (a dict
 or a number that the chapter's hidden cells check its Markdown against), a collapsed "How this was
 measured" block (`MethodNote`) or draws on the matplotlib Axes (or Figure) it is given: the chapter
@@ -51,12 +51,12 @@ def _room():
 
 
 def read_records(name: str) -> list[dict]:
-    """`finrl_tutorial.book.read_records`: the committed record ``name``."""
+    """`finrl_tutorial.book.read_records`: the stored record ``name``."""
     return _room().read_records(name)
 
 
 def record_names(pattern: str) -> list[str]:
-    """`finrl_tutorial.book.record_names`: the committed records matching ``pattern``."""
+    """`finrl_tutorial.book.record_names`: the stored records matching ``pattern``."""
     return _room().record_names(pattern)
 
 
@@ -89,7 +89,7 @@ def _device(prov: dict) -> str:
 def sources_table(names: Mapping[str, str] = CHAPTER_RECORDS) -> pd.DataFrame:
     """One row per record file the chapter reads (``names``: file name or pattern → the section that
     reads it): the section, the device its figures were measured on (GPU name, or CPU cores and torch
-    threads), the date(s), the number of records and torch. Reads the committed records."""
+    threads), the date(s), the number of records and torch. Reads the stored records."""
     rows = {}
     for pattern, section in names.items():
         for name in (record_names(pattern) if any(c in pattern for c in "*?[") else [pattern]):
@@ -111,7 +111,7 @@ PLAIN_BY_SET = parse_overrides(list(PLAIN_LEARNER_SET[1:]))
 
 
 def record_learner(name: str) -> str:
-    """Which learner the committed record ``name`` ran: ``plain`` or ``default`` (glossary: plain and
+    """Which learner the stored record ``name`` ran: ``plain`` or ``default`` (glossary: plain and
     default learner), from the PPO config it stores where it stores one (both baselines off: plain; on:
     default), else from its last date (`teaching.ran_plain_learner`); `NO_LEARNER`'s records run none. A
     ``bench learn`` record whose cases all set the plain learner's fields (`PLAIN_BY_SET`) ran the plain
@@ -132,14 +132,14 @@ def record_learner(name: str) -> str:
 
 
 def learners_table(pattern: str = "*.json*") -> pd.DataFrame:
-    """Every committed record (``pattern``): when it was measured and which learner it ran
+    """Every stored record (``pattern``): when it was measured and which learner it ran
     (`record_learner`)."""
     return pd.DataFrame.from_dict({name: {"measured": _date(read_records(name)), "learner": record_learner(name)}
                                    for name in record_names(pattern)}, orient="index")
 
 
 def commands_note(names: Iterable[str]) -> MethodNote:
-    """The commands that wrote each committed record file of ``names`` (e.g. `sources_table`'s index), as
+    """The commands that wrote each stored record file of ``names`` (e.g. `sources_table`'s index), as
     a reader runs them (`reader_command`: a temporary output folder shown under ``runs/``; a record of
     the plain learner gets its settings, so that the command makes it again), in a collapsed
     `MethodNote`; a record of another program, which runs no command of this package, is cited by the
@@ -876,7 +876,7 @@ def seed_spread(report: dict, fast: bool = False) -> str:
 def chapter_box(report: dict, config, seeds: int, records: Mapping[str, list[dict]], full_run: dict,
                 peer_records: Sequence[dict], anchors: Sequence[dict], fast: bool = False):
     """The "What this chapter measured" box (`finrl_tutorial.book.measured_box`): this run's seeds
-    (`seed_spread`; ``fast``: fast mode), and the committed figures, each naming its record and its
+    (`seed_spread`; ``fast``: fast mode), and the recorded figures, each naming its record and its
     baseline. ``records`` holds the chapter's ``env``, ``scale`` records."""
     from .scale import speedups
 
@@ -898,7 +898,7 @@ def chapter_box(report: dict, config, seeds: int, records: Mapping[str, list[dic
             "Sharpe vs buy-and-hold, 95 % interval":
                 f"{versus['difference']:+.2f} [{versus['low']:+.2f}, {versus['high']:+.2f}]: {versus['verdict']}",
         },
-        committed={
+        recorded={
             "fastest env, CPU (bench_env.jsonl)": f"{best_env['env']} × {int(best_env['num_envs']):,}: "
                                                   f"{best_env['env_steps_per_s']:,.0f} env-steps/s",
             f"2 accounts: batched env ÷ subprocess VecEnv, CPU ({SCALE_RECORD})":

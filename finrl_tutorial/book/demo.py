@@ -3,7 +3,7 @@ shows, so that its visible code keeps to the library calls a reader reuses. The 
 sentences as Markdown, each number checked against its record by a hidden cell.
 
 Each function reads what the chapter has in hand (a loaded market, the account's daily rows, a
-training result, a backtest table, the committed records `MAIN_JOB_RECORD`,
+training result, a backtest table, the stored records `MAIN_JOB_RECORD`,
 ``bench_sweep.json`` and ``bench_learn.json``) and returns a DataFrame, a small dict, a one-line printout, the chapter's
 closing box or folded method block, or draws on the matplotlib Axes or Figure passed in. None trains
 or measures anything itself.
@@ -21,11 +21,11 @@ from .teaching import ran_plain_learner, reader_command
 
 __all__ = ["MAIN_JOB_RECORD", "source_summary", "longest_stretch", "plot_suspensions", "plot_ex_day", "own_moves", "ex_day_sizing",
            "cash_label", "cash_labels", "sizing_table", "budget_table", "mark_learning_curve", "with_extra_dividend", "seeds_below_hold",
-           "committed_table", "validation_curves", "distance_from_untrained", "planted_learning", "how_measured",
+           "recorded_table", "validation_curves", "distance_from_untrained", "planted_learning", "how_measured",
            "chapter_box"]
 
 MAIN_JOB_RECORD = "main_job_pathwise_5seeds_report.json"
-"""The committed five-seed run of ``python -m finrl_tutorial train --seeds 5`` with the package's
+"""The recorded five-seed run of ``python -m finrl_tutorial train --seeds 5`` with the package's
 defaults (the default learner) that chapters 1 and 8 read. ``main_job_5seeds_report.json`` is the
 same command with the plain learner (2026-12-04)."""
 
@@ -216,10 +216,10 @@ def sizing_table(sizing: Mapping, ex_day: str) -> pd.DataFrame:
 # --------------------------------------------------------------------------- 1.7: training
 
 def budget_table(result, report: Mapping) -> pd.DataFrame:
-    """This run against the committed full-size run, per seed (``report``: the five-seed
+    """This run against the recorded full-size run, per seed (``report``: the five-seed
     ``report.json``): env-steps, the share of the full-size budget, the kept checkpoint's validation
-    Sharpe (for the committed run, the range over its seeds) and the wall time (the committed run's
-    mean per seed; each on its own machine, the committed one is in ``report["machine"]``). Values
+    Sharpe (for the recorded run, the range over its seeds) and the wall time (the recorded run's
+    mean per seed; each on its own machine, the recorded one is in ``report["machine"]``). Values
     written out, one row each, each saying what it is."""
     seeds = len(report["seeds"])
     per_seed = report["env_steps"] / seeds
@@ -245,39 +245,77 @@ def _axis(fig, column: str):
     raise ValueError(f"the figure has no panel {column!r}")
 
 
+WEALTH_MIN_HALF_SPAN = 0.2
+"""`mark_learning_curve` shows ``train/final_wealth`` over at least break-even ± this: about the spread
+(std 0.21) of buy-and-hold's 250-day returns over the sample's training years, one episode's noise."""
+SHARPE_MIN_HALF_SPAN = 0.3
+"""... and ``valid/sharpe_ratio`` over at least buy-and-hold's validation Sharpe ± this."""
+SHARPE_YEAR_NOISE = 0.15
+"""The half-width of the band drawn around buy-and-hold's validation Sharpe: one year's 95 % interval
+of a Sharpe difference to buy-and-hold is about 0.3 wide (1.8: [-0.23, +0.11] over five seeds)."""
+ENTROPY_MIN_HALF_SPAN = 0.01
+"""... and ``loss/entropy`` over at least its start ± this share of it."""
+
+
+def _frame(ax, centre: float, half: float, values) -> bool:
+    """A y range that holds ``centre ± half`` and every one of ``values``: exactly ``centre ± half``
+    when they fit in it (then True), else widened to them with a margin of 5 % of the span."""
+    low, high = centre - half, centre + half
+    data_low, data_high = float(np.min(values)), float(np.max(values))
+    if data_low >= low and data_high <= high:
+        ax.set_ylim(low, high)
+        return True
+    low, high = min(low, data_low), max(high, data_high)
+    pad = 0.05 * (high - low)
+    ax.set_ylim(low - pad if data_low <= low else low, high + pad if data_high >= high else high)
+    return False
+
+
 def mark_learning_curve(fig, log: pd.DataFrame, hold_valid_sharpe: float) -> dict:
     """Yardsticks on the learning curve ``fig`` (`finrl_tutorial.plot_learning_curve` of ``log``), so
-    that a wiggle of a few hundredths does not read as a trend: break-even on ``train/final_wealth``;
-    buy-and-hold's validation Sharpe ``hold_valid_sharpe`` and the first validation (just after one
-    update, nearly the untrained network) on ``valid/sharpe_ratio``, whose title gives the best
-    validation and where; the entropy's change in its title, drawn at ±1 % of its start when it
-    barely moved. Returns the numbers the titles state."""
+    that a wiggle of a few hundredths does not read as a trend. Each panel gets a dashed yardstick
+    and a y range that holds it with a minimum span, widened only to show every point:
+
+    * ``train/final_wealth``: break-even (1), at least ± `WEALTH_MIN_HALF_SPAN`;
+    * ``valid/sharpe_ratio``: buy-and-hold's validation Sharpe ``hold_valid_sharpe``, at least
+      ± `SHARPE_MIN_HALF_SPAN`, with a band of ± `SHARPE_YEAR_NOISE` (about one year's noise) and the
+      first validation (just after one update, nearly the untrained network) dotted; its title gives
+      the best validation and where;
+    * ``loss/entropy``: its start, at least ± `ENTROPY_MIN_HALF_SPAN` of it (so a flat line looks
+      flat); its title gives the change.
+
+    Legends sit outside the panels, on the right. Returns the numbers the titles state."""
     entropy = log["loss/entropy"].dropna()
     start, end = float(entropy.iloc[0]), float(entropy.iloc[-1])
     change = end / start - 1
     moved = "fell" if change < -0.01 else "rose" if change > 0.01 else "barely moved"
     ax = _axis(fig, "loss/entropy")
     ax.ticklabel_format(axis="y", useOffset=False)  # the values themselves, not an offset
-    if entropy.max() - entropy.min() < 0.02 * abs(start):  # a flat line should look flat
-        ax.set_ylim(start - 0.01 * abs(start), start + 0.01 * abs(start))
-        ax.set_ylabel("±1 % of the start")
+    ax.axhline(start, color="grey", linewidth=0.8, linestyle="--", label=f"start ({start:.2f})")
+    if _frame(ax, start, ENTROPY_MIN_HALF_SPAN * abs(start), entropy):  # a flat line looks flat
+        ax.set_ylabel(f"±{100 * ENTROPY_MIN_HALF_SPAN:g} % of the start")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", frameon=False)
     ax.set_title(f"loss/entropy: {start:.3f} → {end:.3f} ({change:+.2%}): it {moved}", fontsize="medium")
 
     wealth = _axis(fig, "train/final_wealth")
-    wealth.axhline(1.0, color="grey", linewidth=0.8, linestyle="--", label="broke even")
-    wealth.legend(loc="lower left", fontsize="small")
+    wealth.axhline(1.0, color="grey", linewidth=0.8, linestyle="--", label="broke even (1)")
+    _frame(wealth, 1.0, WEALTH_MIN_HALF_SPAN, log["train/final_wealth"].dropna())
+    wealth.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", frameon=False)
 
     valid = log["valid/sharpe_ratio"].dropna()
     best_steps = int(log.loc[valid.idxmax(), "env_steps"])
     ax = _axis(fig, "valid/sharpe_ratio")
+    ax.axhspan(hold_valid_sharpe - SHARPE_YEAR_NOISE, hold_valid_sharpe + SHARPE_YEAR_NOISE, color="tab:orange",
+               alpha=0.12, linewidth=0, label=f"±{SHARPE_YEAR_NOISE:g} around it:\nabout one year's noise")
     ax.axhline(hold_valid_sharpe, color="tab:orange", linewidth=1.2, linestyle="--",
                label=f"buy-and-hold on the validation year ({hold_valid_sharpe:.2f})")
     ax.axhline(float(valid.iloc[0]), color="grey", linewidth=0.8, linestyle=":",
                label=f"first validation ({float(valid.iloc[0]):.2f})")
-    low, high = min(valid.min(), hold_valid_sharpe), max(valid.max(), hold_valid_sharpe)
-    pad = 0.25 * max(high - low, 0.1)
-    ax.set_ylim(low - pad, high + pad)
-    ax.legend(loc="lower right", fontsize="small")
+    _frame(ax, hold_valid_sharpe, SHARPE_MIN_HALF_SPAN, valid)
+    handles, labels = ax.get_legend_handles_labels()
+    order = [1, 0, 2]  # buy-and-hold, its band, the first validation
+    ax.legend([handles[i] for i in order], [labels[i] for i in order], loc="upper left", bbox_to_anchor=(1.01, 1),
+              fontsize="small", frameon=False)
     ax.set_title(f"valid/sharpe_ratio: {len(valid)} validations, best {valid.max():.2f} "
                  f"(at {best_steps:,} env-steps)", fontsize="medium")
     return {"entropy_start": start, "entropy_end": end, "entropy_change": change, "entropy_moved": moved,
@@ -296,7 +334,7 @@ def with_extra_dividend(market, day: int, dividend_yield: float):
 
 
 def seeds_below_hold(report: Mapping) -> tuple[int, int]:
-    """How many of the committed ``report``'s seeds ended with a test Sharpe below equal-weight
+    """How many of the stored ``report``'s seeds ended with a test Sharpe below equal-weight
     buy-and-hold's, and how many seeds there are: ``(below, seeds)``."""
     hold = report["baselines"]["equal_weight_buy_and_hold"]["sharpe_ratio"]
     seeds = [row["sharpe_ratio"] for row in report["agent_per_seed"].values()]
@@ -330,8 +368,8 @@ def against_own_untrained(report: Mapping, prepared) -> pd.DataFrame:
     return table
 
 
-def committed_table(report: Mapping, per_seed: bool = False) -> pd.DataFrame:
-    """The committed ``report``'s test-year rows: the agent (mean of its seeds) and each baseline,
+def recorded_table(report: Mapping, per_seed: bool = False) -> pd.DataFrame:
+    """The stored ``report``'s test-year rows: the agent (mean of its seeds) and each baseline,
     with return, Sharpe, drawdown and daily turnover, rounded to 3 decimals; with ``per_seed``, one
     row per seed of the agent after the mean (``agent, seed k``)."""
     seeds = {f"agent, seed {seed}": row for seed, row in report["agent_per_seed"].items()} if per_seed else {}
@@ -340,12 +378,12 @@ def committed_table(report: Mapping, per_seed: bool = False) -> pd.DataFrame:
 
 
 def _base_runs(sweep: Mapping) -> list[dict]:
-    """The committed sweep's runs of the base variant on the sample."""
+    """The recorded sweep's runs of the base variant on the sample."""
     return [run for run in sweep["runs"] if run["market"] == "sample" and run["variant"] == sweep["base_variant"]]
 
 
 def validation_curves(sweep: Mapping) -> pd.DataFrame:
-    """One row per seed of the committed sweep's default runs on the sample (``bench_sweep.json``):
+    """One row per seed of the recorded sweep's default runs on the sample (``bench_sweep.json``):
     the untrained network's validation Sharpe, the first and the last validation's, which validation
     scored best (``"k of n"``) and at how many env-steps."""
     rows = []
@@ -373,7 +411,7 @@ def distance_from_untrained(untrained, untrained_weights: pd.DataFrame, checkpoi
 
 
 def planted_learning(learn: Mapping, family: str = "factor", learner: str = "ppo") -> pd.DataFrame:
-    """Learning on a planted edge, from the committed ``bench learn`` record (``bench_learn.json``):
+    """Learning on a planted edge, from the stored ``bench learn`` record (``bench_learn.json``):
     for the ``family`` markets, the checkpoint chosen on validation after each number of env-steps of
     the longest runs, one row each (0 = the untrained network): the markets (seeds), the agent's mean
     test excess return over buy-and-hold, the signal rule's (the same at every row) and the pooled
@@ -393,7 +431,7 @@ def planted_learning(learn: Mapping, family: str = "factor", learner: str = "ppo
 
 def how_measured(report: Mapping, sweep: Mapping, page_hold_valid: float | None = None,
                  name: str = MAIN_JOB_RECORD) -> MethodNote:
-    """The method behind the chapter's committed numbers, folded (a `folded.MethodNote`): the full-size run's
+    """The method behind the chapter's recorded numbers, folded (a `folded.MethodNote`): the full-size run's
     record (``name``), command, seeds, budget, machine and note; its interval's bootstrap; and the sweep's
     record, seeds and validations. With ``page_hold_valid`` (buy-and-hold's validation Sharpe on the
     page's data), one sentence says when the sweep's data differ from the page's (its own
@@ -452,7 +490,7 @@ def chapter_box(env_steps: int, table: pd.DataFrame, versus: Mapping, missing: p
     """The chapter's closing box (`finrl_tutorial.book.measured_box`): this run's test Sharpe
     (``table``, a `BacktestResult.table`, after ``env_steps``) and interval ``versus``, buy-and-hold's
     return, the return the missing dividends would add (``missing``: 2 % and 3 % yield), how far the
-    chosen checkpoint's portfolio is from the untrained one (``moved``); and the committed five-seed
+    chosen checkpoint's portfolio is from the untrained one (``moved``); and the recorded five-seed
     ``report`` (the record ``name``) and the sweep's validation curves, each naming its record (where the sweep's buy-and-hold
     validation Sharpe differs from ``page_hold_valid``, its row points to the folded block). ``fast`` (default: `FAST`)
     labels this run's rows as a small-budget run's, once, in the box."""
@@ -480,7 +518,7 @@ def chapter_box(env_steps: int, table: pd.DataFrame, versus: Mapping, missing: p
     below, seeds = seeds_below_hold(report)
     report_untrained = report["baselines"]["untrained_agent"]["sharpe_ratio"]
     not_above = sum(row["sharpe_ratio"] <= report_untrained for row in report["agent_per_seed"].values())
-    committed = {
+    recorded = {
         f"full-size run, {len(report['seeds'])} seeds ({name})":
             f"Sharpe {report['agent']['sharpe_ratio']:.2f} ± {report['agent_std']['sharpe_ratio']:.2f} (mean ± std "
             f"over the {seeds} seeds, not an interval) vs {report_hold['sharpe_ratio']:.2f}: {verdict}; {below} of "
@@ -491,7 +529,7 @@ def chapter_box(env_steps: int, table: pd.DataFrame, versus: Mapping, missing: p
                          if f"{sweep_hold:.2f}" != f"{page_hold_valid:.2f}" else ""),
     }
     return measured_box(
-        this_run, committed, fast=fast,
+        this_run, recorded, fast=fast,
         shows="the pipeline from bars to a full-cost backtest, read against baselines and an interval",
         does_not_show=f"an edge on real A-shares: {len(report['data']['tickers'])} survivors chosen with hindsight, "
                       f"where the recorded {len(report['seeds'])}-seed run does not beat buy-and-hold ({verdict}) and "

@@ -9,6 +9,7 @@ text outside the book. ``str(note)`` gives the same content as plain text for a 
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
 
 import pandas as pd
@@ -26,11 +27,28 @@ def markdown(text: str):
     return Markdown(text)
 
 
+#: What a record's own note may say about how the records were made (the repository's commits, the
+#: book's own builds beside which a bench ran), and what the reader is shown instead: the same fact in
+#: the reader's words. The record itself keeps its note as written.
+READER_WORDS = ((re.compile(r"\s*\(commit [0-9a-f]{7,40}\)"), ""),
+                (re.compile(r"\bof commit [0-9a-f]{7,40}"), "of that day"),
+                (re.compile(r"the book's (?:build and chapter runs|builds|build|test runs|test run)"), "other jobs"))
+
+
+def reader_words(text: str) -> str:
+    """``text`` with `READER_WORDS` replaced: ``"the default learner (commit 9c2dee0), two lengths"``
+    becomes ``"the default learner, two lengths"``, ``"beside the book's test runs"`` ``"beside other
+    jobs"``."""
+    for pattern, replacement in READER_WORDS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
 def _item(item) -> str:
     if isinstance(item, tuple):
         label, text = item
-        return f"- **{label}**: {text}"
-    return f"- {item}"
+        return f"- **{label}**: {reader_words(str(text))}"
+    return f"- {reader_words(str(item))}"
 
 
 class MethodNote:
@@ -52,7 +70,7 @@ class MethodNote:
         parts = []
         for block in self.blocks:
             if isinstance(block, str):
-                parts.append(block.strip())
+                parts.append(reader_words(block.strip()))
             elif isinstance(block, list):
                 parts.append("\n".join(_item(item) for item in block))
             else:

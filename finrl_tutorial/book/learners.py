@@ -11,7 +11,7 @@ here turn the records into the chapter's tables, figures and folded method block
   optimiser steps;
 * `check_table`, `added_all_reduce`, `faster_device`, `plot_ddp_projection` — section 5.6: the cost model for ranks,
   its projection and the faster-device what-if;
-* `committed_rows` — the chapter's measured box;
+* `recorded_rows` — the chapter's measured box;
 * `plot_rank0_validation`, `plot_entropy_change` — section 5.3: rank 0's log.
 
 Every number is computed from the records passed in; nothing here measures.
@@ -257,28 +257,35 @@ WHAT_IF = "iteration {factor:g}× shorter than fitted, all-reduce unchanged"
 
 def plot_ddp_projection(model: CostModel, table: pd.DataFrame, ax, factor: float = FASTER_DEVICE,
                         max_processes: int = 8, trainer: TrainerModel | None = None,
-                        fixed_overhead: float | None = None) -> None:
+                        fixed_overhead: float | None = None, what_if_ax=None) -> None:
     """Reads the fitted DDP `CostModel` and the `speedups` table it came from; draws on ``ax`` its
     speed-up from 1 to ``max_processes`` ranks (solid where measured, dotted in the shaded
     projection band), the measured points, and the `faster_device` what-if (dotted all along,
-    against its own single rank). The baseline is the table's (the fastest in-process trainer), or,
-    with ``trainer`` (`fit_trainer_model`), one in-process trainer with as many envs as the ranks
-    hold together: like with like. ``fixed_overhead`` is the what-if's unshortened overhead
+    against its own single rank): on ``ax`` too, or alone on ``what_if_ax`` where one is given, so
+    that each panel has one baseline. The baseline is the table's (the fastest in-process trainer),
+    or, with ``trainer`` (`fit_trainer_model`), one in-process trainer with as many envs as the
+    ranks hold together: like with like. ``fixed_overhead`` is the what-if's unshortened overhead
     (`faster_device`)."""
     baseline = str(table["baseline"].iloc[0])
     what_if = WHAT_IF.format(factor=factor)
     against = (f"one in-process trainer with as many envs, {trainer.label.split('(')[-1].split(', ')[-1].rstrip(')')}"
                if trainer is not None else _phrase(baseline))
     measured = measured_points(table, "ddp", baseline=trainer, samples_per_process=model.samples_per_process)
-    plot_projection({"DDP ranks (fitted)": model, what_if: faster_device(model, factor, fixed_overhead)},
-                    trainer if trainer is not None else float(table.loc[baseline, "median"]),
-                    {"DDP ranks (fitted)": measured}, ax,
+    rate = trainer if trainer is not None else float(table.loc[baseline, "median"])
+    faster = faster_device(model, factor, fixed_overhead)
+    models = {"DDP ranks (fitted)": model} | ({} if what_if_ax is not None else {what_if: faster})
+    plot_projection(models, rate, {"DDP ranks (fitted)": measured}, ax,
                     f"DDP: measured at 1-2 ranks, projected to {max_processes} (against {against})",
                     unit="ranks", hypothetical=(what_if,), max_processes=max_processes)
+    if what_if_ax is not None:
+        plot_projection({what_if: faster}, rate, {}, what_if_ax,
+                        f"What-if, a projection only: each rank's device {factor:g}× as fast, its all-reduce "
+                        "kept (against its own single rank)", unit="ranks", hypothetical=(what_if,),
+                        max_processes=max_processes)
 
 
-def committed_rows(records: Iterable[dict], name: str) -> dict[str, str]:
-    """Reads the ``bench scale`` record ``name`` (its records passed in); returns the committed rows
+def recorded_rows(records: Iterable[dict], name: str) -> dict[str, str]:
+    """Reads the ``bench scale`` record ``name`` (its records passed in); returns the recorded rows
     of the chapter's measured box, each naming the record: two ranks' and one rank's speed-ups
     against the fastest in-process trainer, the optimiser steps per iteration, and the all-reduce
     and waiting of a two-rank iteration. Where two ranks take other optimiser steps than the

@@ -1,5 +1,5 @@
 """Readings for the chapters on learning (1 continued: finding an edge; 2: hyperparameters; 7: your
-own data): the tables, sentences, figures and boxes those pages show, computed from committed
+own data): the tables, sentences, figures and boxes those pages show, computed from recorded
 records (``bench learn``, ``bench walkforward``, ``bench sweep``) and from the numbers a chapter has
 just measured. Every function reads what it is given and returns a DataFrame, a Styler, a dict of
 numbers, a folded block or a box, or draws on a matplotlib Axes passed in; none trains or times
@@ -909,7 +909,7 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
              walk_learner: str = "plain learner (bench_walkforward.json)",
              planted_label: str = "plain learner (bench_learn.json)"):
     """The box at the end of chapter 1's second page: this run's planted edge and buy-and-hold on
-    1.8's test split; the committed planted edges (`planted_summary`), PPO against A2C (`paired_test`
+    1.8's test split; the recorded planted edges (`planted_summary`), PPO against A2C (`paired_test`
     of `paired_excess`), the agent against the signal rule over all families (the learners that beat
     it named in ``shows``), the walk-forward intervals and verdicts (a verdict that turns on an end
     near the margin, from ``near`` (`near_margin`), marked fragile; with ``seeds_below``,
@@ -941,7 +941,7 @@ def edge_box(syn_steps: int, captured: float, syn_versus: Mapping, split_hold: f
                 f"{captured:.0%}; Sharpe vs buy-and-hold {teaching._interval_text(syn_versus)}: {syn_versus['verdict']}",
             "equal-weight buy-and-hold, 1.8's test split, full costs, dividends only where the prices reveal them (1.4)": f"{split_hold:+.1%}",
         },
-        committed={
+        recorded={
             **planted_rows(planted_label, planted, ppo_vs_a2c, versus_rule),
             **walkforward_row(f"walk-forward, agent vs buy-and-hold, {walk_learner}", wf_intervals, wf_verdicts,
                               fragile, margin, seeds_below, two_level),
@@ -1062,7 +1062,7 @@ def changes_box(held: pd.Series, differences: Mapping[str, Mapping], plain_rows:
     return _measured_box(
         this_run={"untrained default policy, share of the stocks a sampled portfolio holds (median, effective holdings)":
                   ", ".join(f"{share:.0%} of {stocks}" for stocks, share in held.items())},
-        committed={**difference_rows(differences), **(plain_rows or {})},
+        recorded={**difference_rows(differences), **(plain_rows or {})},
         shows="what the default learner's three changes are worth, market by market on the same markets, seeds and "
               "budgets: most at 100 stocks, on markets that chose nothing as on those that did, and which change "
               "cost most when taken away",
@@ -1089,11 +1089,11 @@ def realistic_rows(label: str, cells: pd.DataFrame, longer: Mapping[tuple, Mappi
 
 
 def plain_records_box(rows: Mapping[str, str]):
-    """The box at the end of the plain learner's reference page: its committed records only (``rows``:
+    """The box at the end of the plain learner's reference page: its stored records only (``rows``:
     `planted_rows`, `walkforward_row`, `realistic_rows`). Returns a `MeasuredBox`."""
     return _measured_box(
         this_run={},
-        committed=dict(rows),
+        recorded=dict(rows),
         shows="what the package's earlier default learner found on its own: the strong planted edges, nothing on "
               "the real sample, and little at 100 stocks within the default budget",
         does_not_show="how it compares with the default learner (chapter 1.12 pairs them market by market), or "
@@ -1289,21 +1289,42 @@ def kl_tables(full: Mapping, runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataF
     return full_kl, live_kl
 
 
-def plot_kl(axes, full_kl: pd.DataFrame, live_kl: pd.DataFrame, variants: Sequence[str]):
-    """Horizontal bars on the two ``axes``: the mean approximate KL (left) and clip fraction (right)
-    per iteration of the live runs (purple) and of the full-size record on the sample (orange) and
-    the synthetic markets (green), variants in the order of ``variants``."""
+def plot_kl(axes, full_kl: pd.DataFrame, live_kl: pd.DataFrame, variants: Sequence[str], full: Mapping | None = None):
+    """Horizontal bars on the two ``axes``, on a log scale (the variants span two orders of magnitude):
+    the mean approximate KL (left) and clip fraction (right) per iteration of the live runs (purple)
+    and of the full-size record on the sample (orange) and the synthetic markets (green), variants in
+    the order of ``variants``. With the record ``full``, its bars' labels say which learner it ran
+    (`teaching.ran_plain_learner`). A zero (a single epoch never clips) is written as "0" at the
+    axis, since a log scale cannot draw it."""
+    from matplotlib.patches import Patch
+
+    from .teaching import ran_plain_learner
+
+    learners = {"tab:purple": "live runs (default learner)"}
+    record = "record" + (" (plain learner)" if full is not None and ran_plain_learner(full) else "")
     order = [name for name in variants if name in live_kl.index]
     for ax, column in zip(axes, ("approx KL", "clip fraction")):
-        ax.barh([f"{n} (live)" for n in order], live_kl.loc[order, column], color="tab:purple")
+        bars = [(f"{n} (live)", live_kl.loc[n, column], "tab:purple") for n in order]
         for market, color in (("sample", "tab:orange"), ("synthetic", "tab:green")):
-            names = [n for n in variants if (market, n) in full_kl.index]
-            ax.barh([f"{n} ({market}, full)" for n in names], full_kl.loc[[(market, n) for n in names], column],
-                    color=color)
-        ax.set_xlabel(f"mean {column} per iteration")
+            learners[color] = f"{market}: {record}"
+            bars += [(f"{n} ({market})", full_kl.loc[(market, n), column], color)
+                     for n in variants if (market, n) in full_kl.index]
+        values = [float(value) for _, value, _ in bars]
+        # the left edge: below every bar worth drawing, at most four decades under the largest
+        floor = max(min((v for v in values if v > 0), default=1e-6) / 3, max(values) / 1e4)
+        ax.barh([label for label, _, _ in bars], [max(v - floor, 0.0) for v in values], left=floor,
+                color=[color for _, _, color in bars])
+        for y, value in enumerate(values):
+            if value < floor:
+                ax.text(floor, y, " 0" if value <= 0 else " ≈0", va="center", fontsize=8)
+        ax.set_xscale("log")
+        ax.set_xlim(left=floor)
+        ax.set_xlabel(f"mean {column} per iteration (log scale)")
         ax.invert_yaxis()
         ax.grid(axis="x", alpha=0.3)
     axes[1].set_yticklabels([])
+    axes[0].figure.legend(handles=[Patch(color=color, label=label) for color, label in learners.items()],
+                          loc="outside lower center", ncols=len(learners), fontsize=8)
     return axes
 
 
@@ -1534,7 +1555,7 @@ def sweep_box(live: Mapping, live_variants: Sequence[str], cost: Mapping, kl_rat
               rounds: int, record_name: str, record: Mapping, tests: pd.DataFrame,
               sample_fit: pd.Series, synthetic_fit: pd.DataFrame):
     """The box at the end of chapter 2: this run's live sweep, update costs, drift and base cost; the
-    committed record's verdicts per market, what survives Holm's correction and the deflated Sharpe
+    stored record's verdicts per market, what survives Holm's correction and the deflated Sharpe
     of the best checkpoint, and how far repeat_times=16 moved the policy at full size. (The PBO
     demonstration runs on the reference page *Selection and overfitting*.) Returns a `MeasuredBox`."""
     survivors = tests[~tests["holm_verdict"].isin(NO_CALL)]
@@ -1556,7 +1577,7 @@ def sweep_box(live: Mapping, live_variants: Sequence[str], cost: Mapping, kl_rat
             "base cost per 10,000 samples": f"{cost['per_10k'].loc['base'].sum():.2f} s here (median of {rounds} "
                                             f"rounds), {trainer_base.sum():.2f} s in {record_name}",
         },
-        committed={
+        recorded={
             "bench_sweep.json": f"{record['date']}, seeds {record['seeds']}, {record['total_steps']:,} env-steps per run",
             "approx KL, repeat_times=16 vs base": ", ".join(f"{market} {ratio:.1f}× the base's"
                                                            for market, ratio in _full_kl_ratios(record).items()),
@@ -1665,7 +1686,7 @@ def factor_box(mine, facts: Mapping, result, bt, live: Mapping, dividend_gap: fl
                reading: Mapping, tests: pd.DataFrame, name: str = "bench_factor.json"):
     """The box at the end of chapter 7: this run's file, training and backtest (on the validation
     split: chapter 7 leaves its test split unread), live with/without
-    runs and the dividends the file misses; the committed record's with/without verdict (the
+    runs and the dividends the file misses; the stored record's with/without verdict (the
     non-overlap rule has no equivalence margin, so an uncalled comparison is inconclusive, never a
     tie), buy-and-hold and the paired tests; ``name``: the record's file. Returns a `MeasuredBox`."""
     rows = reading["rows"]
@@ -1681,7 +1702,7 @@ def factor_box(mine, facts: Mapping, result, bt, live: Mapping, dividend_gap: fl
             "live with/without": f"{len(live['runs'])} runs of {live['total_steps']:,} env-steps",
             "dividends missing from the file (2 % yield)": f"{teaching.points(dividend_gap)} points of buy-and-hold's validation return",
         },
-        committed={
+        recorded={
             name: f"{record['date']}, seeds {record['seeds']}, {record['total_steps']:,} env-steps per run",
             "with vs without the factor (final validation Sharpe)": (
                 f"{rows['with_factor']['final_valid_sharpe']['mean']:.2f} vs "

@@ -1,4 +1,4 @@
-"""Reading committed benchmark records: the tables and sentences of chapters 4-8, as pure functions.
+"""Reading stored benchmark records: the tables and sentences of chapters 4-8, as pure functions.
 
 Every function takes records (the dicts of a ``bench`` JSON-lines file, or a ``report.json``) and
 returns a table or sentences computed from them; nothing here measures or reads files, so the same

@@ -520,8 +520,10 @@ def plot_projection(models: dict[str, CostModel], baseline: "float | TrainerMode
         ax.annotate(f"{speed[-1]:.2f}×", (counts[-1], speed[-1]), xytext=(4, 0), textcoords="offset points",
                     va="center", fontsize="small", color=color)
     # what 1.0 is: a measured rate, or a model of the trainer read at each point's envs (not a measured point)
+    only_what_if = bool(models) and all(label in hypothetical for label in models)  # a panel of what-ifs alone
     ax.axhline(1.0, color="black", linewidth=0.8, label=(
-        "1.0: the trainer model at as many envs (fitted to measured sizes)" if isinstance(baseline, TrainerModel)
+        f"1.0: its own single {unit[:-1]}" if only_what_if
+        else "1.0: the trainer model at as many envs (fitted to measured sizes)" if isinstance(baseline, TrainerModel)
         else "1.0: the fastest single process, measured"))
     ax.set_xscale("log", base=2)
     ax.set_xlim(0.85, max_processes * 1.35)  # room for the last values' labels
@@ -529,8 +531,10 @@ def plot_projection(models: dict[str, CostModel], baseline: "float | TrainerMode
     ax.set_xticks([p for p in (1, 2, 4, 8, 16, 32) if p <= max_processes], [str(p) for p in (1, 2, 4, 8, 16, 32)
                                                                               if p <= max_processes])
     ax.set_xlabel(f"{unit} (each with its own core or device, as the model assumes)")
-    ax.set_ylabel("speed-up over the fastest\nsingle process" + (" with as many envs" if isinstance(
-        baseline, TrainerModel) else "") + ("\n(a what-if: over its own 1 " + unit[:-1] + ")" if hypothetical else ""))
+    drawn_what_if = any(label in hypothetical for label in models)
+    ax.set_ylabel(f"speed-up over its own\nsingle {unit[:-1]}" if only_what_if else "speed-up over the fastest\nsingle process" + (
+        " with as many envs" if isinstance(baseline, TrainerModel) else "") + (
+        "\n(a what-if: over its own 1 " + unit[:-1] + ")" if drawn_what_if else ""))
     ax.set_title("\n".join(textwrap.wrap(title, 75, break_on_hyphens=False)), fontsize="medium")  # a long title on two lines, not cut
     ax.grid(alpha=0.3, which="both")
     # below the axes, so that it hides neither the curves nor the band's label

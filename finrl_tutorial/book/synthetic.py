@@ -6,7 +6,7 @@ the return model of `finrl_tutorial.data.synthetic` with its default numbers (`m
 measures generated markets (`measure_market`, `measured_markets`, `return_facts`), and sizes the
 edge three ways: Grinold's fundamental law (`fundamental_law_ir`, `fundamental_law_table`), the
 generator's exact frictionless ideal (`ideal_ir`) and frictionless portfolios measured on the bars
-(`frictionless_irs`), then the informed oracle as the committed records stored it
+(`frictionless_irs`), then the informed oracle as the records stored it
 (`recorded_oracles`) and run again live, with and without costs (`oracle_rerun`). Nothing here
 trains an agent; the backtests reuse `finrl_tutorial.backtest.oracle`.
 """
@@ -286,3 +286,26 @@ def oracle_reruns(record: Mapping, cells: Sequence[tuple[float, int]], seed: int
     """`oracle_rerun` of market ``seed`` of each (IC, stocks) cell, one row each, indexed by the cell."""
     rows = [oracle_rerun(record, ic, stocks, seed, env_config) for ic, stocks in cells]
     return pd.DataFrame(rows).set_index(["IC", "stocks"])
+
+
+def plot_realised_ic(measured: pd.DataFrame, ax) -> None:
+    """Reads a `measured_markets` table whose markets share one planted IC; draws on ``ax`` each
+    market's realised daily IC as a point with a bar of ±2 ``IC standard error``, one per market (its
+    seed on the x axis), and the planted IC as a dashed horizontal line. A bar that misses the line
+    is a market that measures something other than what was planted, beyond sampling error."""
+    planted = measured["planted IC"].unique()
+    if len(planted) != 1:
+        raise ValueError(f"the markets must share one planted IC, got {sorted(planted)}")
+    x = np.arange(len(measured))
+    ax.errorbar(x, measured["realised IC"], yerr=2 * measured["IC standard error"], fmt="o", color="tab:blue",
+                capsize=4, label="realised IC ± 2 standard errors")
+    ax.axhline(planted[0], color="black", linestyle="--", linewidth=1, label=f"planted IC ({planted[0]:g})")
+    ax.set_xticks(x, [str(seed) for seed in measured["seed"]])
+    ax.set_xlim(-0.6, len(measured) - 0.4)
+    shapes = sorted({(row["family"], row["stocks"], row["days"]) for _, row in measured.iterrows()})
+    if len(shapes) == 1:
+        family, stocks, days = shapes[0]
+        ax.set_title(f"{family} markets, {stocks} stocks × {days:,} days each", fontsize="medium")
+    ax.set(xlabel="market (seed)", ylabel=r"daily IC, corr($s_t$, $r_{t+1}$)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small", loc="best")

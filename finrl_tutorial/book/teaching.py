@@ -1,4 +1,4 @@
-"""Small readings the first chapters teach with: like-with-like comparisons of committed records,
+"""Small readings the first chapters teach with: like-with-like comparisons of stored records,
 their intervals and a multiple-comparison correction, and how far a trained agent moved from the
 untrained one.
 
@@ -143,7 +143,7 @@ def portfolio_distance(weights: pd.DataFrame, reference: pd.DataFrame) -> float:
 
 # --------------------------------------------------------------------------- the yardsticks of chapters 1 and 2
 #
-# Readings of the committed records `bench_walkforward.json` (sse15, one test year after another),
+# Readings of the stored records `bench_walkforward.json` (sse15, one test year after another),
 # `bench_learn.json` / `bench_learn_realistic.json` (planted edges against their oracles) and the
 # ``overfitting`` part of `bench_sweep.json` (what choosing the best checkpoint is worth).
 
@@ -381,7 +381,7 @@ PLAIN_LEARNER_SET = ("--set", "gae_lambda=0.95", "market_baseline=false", "pathw
 
 
 def ran_plain_learner(record: Mapping) -> bool:
-    """Whether the committed ``record`` ran the plain learner: from the PPO config it stores where that
+    """Whether the stored ``record`` ran the plain learner: from the PPO config it stores where that
     names the baselines (both off), else from its date (before `DEFAULT_LEARNER_FROM`)."""
     config = record.get("config") or record.get("base_config") or {}  # base_config: a sweep record's
     if "pathwise" in config or "market_baseline" in config:
@@ -394,7 +394,7 @@ def reader_command(command: str, out: str | None = None,
                    drop: Sequence[str] = ("--merge", "--resume", "--variants"), plain: bool = False) -> str:
     """A command from a record as a reader would run it: the first command of a chain
     (``a && b``), without the options in ``drop`` (and their values), and with ``--out`` set to
-    ``out`` — or, without ``out``, the recorded ``--out`` kept unless it was a temporary,
+    ``out`` — or, without ``out``, the stored ``--out`` kept unless it was a temporary,
     machine-specific path (absolute, e.g. under ``/tmp``), which becomes ``runs/<its name>``. So no
     temporary folder appears on the page; the options that decide what is measured stay as recorded.
     With ``plain`` (a record of the plain learner, `ran_plain_learner`), a `train`, `bench learn`,
@@ -565,3 +565,52 @@ def undefined_captures(record: Mapping, select: str = "best", run_steps: int | N
             for row in full
             if not (len(lengths[(row["ic"], row.get("stocks", 10), row["learner"])]) > 1 and row["run_steps"] != run_steps)]
     return pd.DataFrame(rows).set_index(["ic", "stocks", "learner"])
+
+
+# --------------------------------------------------------------------------- the best of many noise strategies
+
+
+def best_of_noise(trials: int = 20, days: int = 750, draws: int = 2000) -> dict:
+    """The annualised Sharpe ratio of the best of ``trials`` strategies of pure noise over ``days``
+    days (daily volatility 1 %), in each of ``draws`` independent draws of that family. Draw ``d`` is
+    the noise family of `pbo_example` with ``seed=d``, so the first draws are those of a table of
+    `pbo_example` over seeds 0, 1, ... (about a second for 2,000 draws of 20 × 750).
+
+    Returns the inputs, ``best`` (one Sharpe ratio per draw), ``sharpe_variance`` (the variance of
+    every trial's Sharpe ratio over all draws: the deflated Sharpe's V) and ``expected_max_sharpe``:
+    SR0, `finrl_tutorial.metrics.expected_max_sharpe` of ``trials`` and that V, the Sharpe ratio the
+    best of ``trials`` unskilled trials is expected to reach by luck alone."""
+    from ..metrics import PERIODS_PER_YEAR, expected_max_sharpe
+
+    if trials < 2 or days < 2 or draws < 1:
+        raise ValueError(f"need trials >= 2, days >= 2 and draws >= 1, got {trials}, {days} and {draws}")
+    sharpes = np.empty((draws, trials))
+    for draw in range(draws):
+        noise = np.random.default_rng(draw).normal(0.0, 0.01, size=(days, trials))  # as pbo_example(seed=draw)
+        sharpes[draw] = noise.mean(axis=0) / noise.std(axis=0, ddof=1) * math.sqrt(PERIODS_PER_YEAR)
+    variance = float(sharpes.var(ddof=1))
+    return {"trials": trials, "days": days, "draws": draws, "best": sharpes.max(axis=1),
+            "sharpe_variance": variance, "expected_max_sharpe": expected_max_sharpe(trials, variance)}
+
+
+def plot_best_of_noise(noise: Mapping, ax, edge_sharpe: float | None = None, table_draws: int = 0) -> None:
+    """Reads `best_of_noise`; draws on ``ax`` the histogram of the best trial's annualised Sharpe
+    ratio over the draws, SR0 (the best of N expected by luck) as a dashed vertical line, a real
+    edge's true Sharpe ratio ``edge_sharpe`` (if given) as a solid one, and the first
+    ``table_draws`` draws (those of a table of `pbo_example`) as ticks under the bars."""
+    best, sr0 = np.asarray(noise["best"]), noise["expected_max_sharpe"]
+    counts, _, _ = ax.hist(best, bins=40, color="tab:blue", alpha=0.6, edgecolor="white",
+                           label=f"best of {noise['trials']} noise strategies, {noise['draws']:,} draws")
+    ax.axvline(sr0, color="black", linestyle="--", linewidth=1.5, label=f"SR0: best of {noise['trials']} by luck, expected ({sr0:.2f})")
+    if edge_sharpe is not None:
+        ax.axvline(edge_sharpe, color="tab:red", linewidth=2, label=f"one real edge: true Sharpe {edge_sharpe:.1f}")
+    top = float(counts.max())
+    if table_draws:
+        ax.plot(best[:table_draws], np.full(table_draws, -0.05 * top), "|", color="black", markersize=10,
+                label=f"the {table_draws} draws of the table (seeds 0 to {table_draws - 1})")
+    ax.set_ylim(-0.1 * top, 1.15 * top)
+    ax.axhline(0, color="grey", linewidth=0.8)
+    ax.set(xlabel=f"best trial's Sharpe ratio (annualised, over {noise['days']:,} days)",
+           ylabel=f"draws (of {noise['draws']:,})")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small", loc="upper right")

@@ -2,7 +2,7 @@
 
 The chapter keeps the ideas in its own cells (the reward of one trading day, the exact gradient, the
 score-function estimator, the clipped objective, the training loop) and its prose in Markdown; this
-module holds what turns their tensors and the committed ``bench learn`` record into a table, a
+module holds what turns their tensors and the stored ``bench learn`` record into a table, a
 folded method note, the measured box or a figure. Each function reads numbers the chapter has in
 hand and returns a DataFrame, a dict or a folded block, or draws on a matplotlib Axes passed in;
 none trains.
@@ -245,7 +245,7 @@ def plot_gae_reach(gamma: float, lam: float, ax, days: int = 60, lambdas: Sequen
 
 
 def gamma_records_table(sweep: Mapping, walk: Mapping, learn: Mapping) -> pd.DataFrame:
-    """The γ each committed learning record ran with, and what it changed from the package's PPO
+    """The γ each recorded learning record ran with, and what it changed from the package's PPO
     defaults instead: chapter 2's sweep (``bench_sweep.json``: its base config's γ, the knobs its
     variants change), the walk-forward run (``bench_walkforward.json``: the entries of its config
     that differ from the defaults) and the learning benchmark (``bench_learn.json``: the ``--set``
@@ -263,13 +263,13 @@ def gamma_records_table(sweep: Mapping, walk: Mapping, learn: Mapping) -> pd.Dat
     rows = {
         "chapter 2's sweep": {"γ": sweep["base_config"]["gamma"],
                               "changes from the defaults": "its variants change " + ", ".join(varied)},
-        "walk-forward (chapter 1)": {"γ": walk["config"]["gamma"],
+        "walk-forward, plain learner (its reference page)": {"γ": walk["config"]["gamma"],
                                      "changes from the defaults": ", ".join(walk_changes) or "none"},
         "learning benchmark": {"γ": learn_gamma,
                                "changes from the defaults": ", ".join(overrides) or
                                f"none, in each of its {len(learn['runs'])} parts"},
     }
-    for name, record in (("chapter 2's sweep", sweep), ("walk-forward (chapter 1)", walk), ("learning benchmark", learn)):
+    for name, record in (("chapter 2's sweep", sweep), ("walk-forward, plain learner (its reference page)", walk), ("learning benchmark", learn)):
         rows[name]["learner"] = ("plain (λ 0.95, neither baseline)" if ran_plain_learner(record)
                                  else "default (λ 0.2, both baselines)")
     return pd.DataFrame(rows).T
@@ -423,7 +423,7 @@ def chapter_box(comparison: pd.DataFrame, budget: int, file_lines: pd.DataFrame,
     capture and budget, the length of ``agents/ppo.py`` (`line_counts`), one update's minibatches
     and clip fraction, the baseline's variance ratio and each estimator's z from 3.0
     (`estimator_table`), 3.6's validation Sharpe before and after the loop (``loop_sharpe``: its
-    first row the untrained agent, its second the trained one, one column), and the committed
+    first row the untrained agent, its second the trained one, one column), and the recorded
     record's (the file ``record_name``) uncorrected paired intervals of test excess over buy-and-hold (``versus``). Its *Shows* calls the estimate "consistent
     with unbiased" only where every z lies within ±2 (a finite sample cannot show it unbiased), and
     its *Does not show* names what neither comparison isolates."""
@@ -448,7 +448,7 @@ def chapter_box(comparison: pd.DataFrame, budget: int, file_lines: pd.DataFrame,
                 "the loop on 1.9's planted edge (3.6), validation Sharpe untrained → trained":
                     f"{loop_sharpe.iloc[0, 0]:.2f} → {loop_sharpe.iloc[1, 0]:.2f}"}),
         },
-        committed={f"{name}, test excess ({record_name}, uncorrected)":
+        recorded={f"{name}, test excess ({record_name}, uncorrected)":
                    f"{points_text(v)} over the {v['n']} (family, market) pairs both ran"
                    for name, v in versus.items()},
         shows=f"that the policy-gradient estimate is {unbiased}, and that a baseline lowers its variance; what each "

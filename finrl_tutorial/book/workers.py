@@ -1,4 +1,4 @@
-"""Chapter 4's tables, figures and folded blocks: rollout workers, the live comparison, the committed
+"""Chapter 4's tables, figures and folded blocks: rollout workers, the live comparison, the recorded
 ``bench scale`` record.
 
 The chapter trains a few layouts itself (`live_table`, `live_view`) and reads the quiet record
@@ -193,7 +193,7 @@ def live_method(live: pd.DataFrame, cores: int, total_steps: int) -> MethodNote:
     return method_note(items, "How this run was measured")
 
 
-# --- 4.4: the committed record -------------------------------------------------------------------
+# --- 4.4: the stored record -------------------------------------------------------------------
 
 PHASE_COLUMNS = ("rollout", "transfer", "update", "total", "samples / s (measured)")
 """The columns of `phase_table` the chapter shows: where the seconds go, and the rate they give."""
@@ -468,7 +468,7 @@ def chapter_box(live: pd.DataFrame, records: Iterable[dict], model: scale.CostMo
     warning = f" (oversubscribed: load {loads.max():.1f} on {cores} cores, not meaningful)" if busy else ""
     this_run = {row: f"{ratio:.2f}× the samples/s of the {baseline}" + warning
                 for row, ratio in live["÷ fastest in-process trainer"].items() if row != baseline}
-    committed = {
+    recorded = {
         f"{name} ({date[:10]}), two workers, update on 1 thread" + (" (the default)" if default == one_thread else ""):
             scale.speedup_text(table, one_thread),
         f"{name}, two workers, update on 2 threads" + (" (the default)" if default == two_threads else ""):
@@ -479,7 +479,7 @@ def chapter_box(live: pd.DataFrame, records: Iterable[dict], model: scale.CostMo
             f"{loaded['ratio']:.2f}× the samples/s of one thread",
     }
     return measured_box(
-        this_run=this_run, committed=committed,
+        this_run=this_run, recorded=recorded,
         shows="where an iteration's time goes with rollout workers, what one and two workers bought against the "
               "fastest in-process trainer on a quiet two-core machine, and which learner thread count was faster "
               "there and under load",
