@@ -298,8 +298,8 @@ def test_loop_note_explains_the_rows_left_out_with_their_load(train, quiet):
     assert f"load average {read_loads.min():.1f}–{read_loads.max():.1f} on 2 cores, before and after each" in note
     assert (read_loads.min(), read_loads.max()) == (0.21, 0.71)  # a quiet machine: well within its 2 cores
     # which rows are the current agent's: the read rows and the scale record both follow the change the pairs time
-    assert ("These rows ran on 2026-12-04 with the stockwise network as the installed package has it: the version that "
-            "each left-out pair below (2026-12-01) times in its second run, after the change.") in note
+    assert ("These rows ran on 2026-12-04 with the stockwise network as the installed package has it. The left-out rows "
+            "below (2026-12-01) timed an older version and this one back to back; these rows match their second run.") in note
     assert "today's" not in note
     assert "before the change" not in note and "latest change" not in note
     assert f"`{scale.SCALE_RECORD}` (2026-12-02, after that change)" in note

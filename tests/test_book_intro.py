@@ -174,8 +174,8 @@ def test_the_short_findings_read_the_learning_records():
     assert all(group["beats buy-and-hold"] == "5 of 5" for group in groups)
     confirm = learning.pooled_capture_interval(read_records("bench_learn_confirm100.json")[0]["cases"], 300_000)
     captures = [group["informed oracle captured (pooled)"] for group in groups] + [confirm["pooled"]]
-    assert "all 15 markets tried (5 of them\n  among the markets its defaults were chosen on, 10 unseen)" in short
-    assert f"({min(captures):.2f} to {max(captures):.2f} of the best such rule's excess, by group of five)" in short
+    assert "On all 15 such markets tried the agent beat buy-and-hold (10 of them were never\n  used to choose its defaults)" in short
+    assert f"({min(captures):.2f} to\n  {max(captures):.2f} of the best such rule's excess, by group of five)" in short
     planted = ft.book.demo.planted_learning(read_records("bench_learn_default.json")[0], family="factor")
     informed = planted.loc[300_000, "informed oracle's excess captured"]  # 1.9's record at the default budget
     assert f"it earned {informed:.2f} times the\n  best such rule's excess" in short

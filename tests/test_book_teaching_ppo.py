@@ -214,7 +214,7 @@ def test_plot_gae_reach_draws_the_weights_of_each_lambda():
     fig, ax = plt.subplots()
     teaching_ppo.plot_gae_reach(0.9, 0.95, ax, days=20)
     curves = [line for line in ax.get_lines() if len(line.get_xdata()) == 21]
-    assert [line.get_label() for line in curves] == ["λ = 0.0", "λ = 0.9", "λ = 0.95  (PPO default)", "λ = 1.0"]
+    assert [line.get_label() for line in curves] == ["λ = 0.0", "λ = 0.9", "λ = 0.95  (this package's default)", "λ = 1.0"]
     np.testing.assert_allclose(curves[2].get_ydata(), (0.9 * 0.95) ** np.arange(21))
 
 

@@ -224,7 +224,7 @@ def env_note(env_records: Sequence[dict], scale_records: Sequence[dict]) -> Meth
         f"on {first['cpu_count']} CPU cores with {first['threads']} torch thread; no load average recorded.",
         f"The 2-account ratio comes from `{SCALE_RECORD}` ({_date(scale_records)}), measured in another "
         "run (8.4), with the load below the core count: compare a ratio only with one at the same accounts from the same run.",
-        "Chapter 6 measures the same pair live while the book builds, so its ratio carries that day's load.",
+        "Chapter 6 measures the same pair live each time its page runs, so its ratio carries that day's load.",
     ])
 
 
@@ -336,12 +336,13 @@ def loop_note(train: pd.DataFrame, loop: pd.DataFrame, scale_records: Sequence[d
                          f"the left-out rows below ({pairs_date}) time, so they show the loop's shape; the loop of "
                          f"the current network is timed in `{SCALE_RECORD}`.")
         elif loop_rows_current(train, loop):
-            items.append(f"These rows ran on {rows_date} with the stockwise network as the installed package has it: the "
-                         f"version that each left-out pair below ({pairs_date}) times in its second run, after the change.")
+            items.append(f"These rows ran on {rows_date} with the stockwise network as the installed package has it. "
+                         f"The left-out rows below ({pairs_date}) timed an older version and this one back to back; "
+                         "these rows match their second run.")
         pair_loads = _loads(left_out)
         items.append(f"Left out: {len(left_out)} rows at {listed([str(n) for n in sorted(set(left_out['stocks']))])} "
-                     "stocks, each command run twice back to back, once before and once after a change to the code "
-                     "of the stockwise network, to compare the two; a pair is read against itself only. Load average "
+                     "stocks, each command run twice back to back, once with an older version of the stockwise "
+                     "network and once with this one, to compare the two; a pair is read against itself only. Load average "
                      f"{pair_loads.min():.1f}–{pair_loads.max():.1f} on {left_out['cpu_count'].iloc[0]} cores, over those "
                      f"{len(left_out)} runs.")
     current = (len(left_out) and pd.to_datetime([r["date"] for r in scale_records]).min()

@@ -231,11 +231,11 @@ def gae_reach_days(gamma: float, lam: float, level: float = 0.1) -> int:
 
 def plot_gae_reach(gamma: float, lam: float, ax, days: int = 60, lambdas: Sequence[float] | None = None) -> None:
     """The weight ``(γλ)^k`` of the TD error ``k`` days ahead in GAE's advantage, for γ = ``gamma``
-    and several λ (default 0, 0.9, ``lam`` and 1; ``lam`` is marked as PPO's default), with the 10 %
+    and several λ (default 0, 0.9, ``lam`` and 1; ``lam`` is marked as this package's default), with the 10 %
     level; on ``ax``."""
     k = np.arange(0, days + 1)
     for value in lambdas if lambdas is not None else (0.0, 0.9, lam, 1.0):
-        ax.plot(k, (gamma * value) ** k, label=f"λ = {value}" + ("  (PPO default)" if value == lam else ""))
+        ax.plot(k, (gamma * value) ** k, label=f"λ = {value}" + ("  (this package's default)" if value == lam else ""))
     ax.axhline(0.1, color="grey", linewidth=0.6, linestyle="--")
     ax.set_xlabel("days ahead (k)")
     ax.set_ylabel("weight (γλ)$^k$ of δ$_{t+k}$ in A$_t$")
