@@ -414,3 +414,21 @@ def test_every_multiplier_names_its_baseline_and_no_word_comes_from_outside_the_
         for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z*(•])", re.sub(r"\s+", " ", prose)):
             assert not _unreferenced_multipliers(sentence), sentence
         assert not _OUTSIDE.search(prose), _OUTSIDE.search(prose).group(0)
+
+
+def test_same_method_reading_sets_two_processes_against_one_timed_alike():
+    def record(n, pairs):
+        return {"num_envs": n, "cores": 2, "seconds": 2.0,
+                "rounds": [{"two_processes": two, "two_process_rates": [two / 2, two / 2], "one_subprocess": one,
+                            "one_process_one_thread": one, "loadavg": [1.0 + k / 10, 1.0, 1.0]}
+                           for k, (two, one) in enumerate(pairs)]}
+    table = batched.same_method_reading([record(1024, [(150.0, 100.0), (130.0, 100.0), (140.0, 100.0)]),
+                                         record(8192, [(105.0, 100.0), (90.0, 100.0), (100.0, 100.0)])])
+    faster, mixed = table.loc["2 processes × 1,024"], table.loc["2 processes × 8,192"]
+    assert faster[f"{batched.SAME_METHOD}, median"] == pytest.approx(1.4) and (faster["min"], faster["max"]) == (1.3, 1.5)
+    assert faster["verdict"] == "faster" and mixed["verdict"] == "inconclusive" and faster["accounts in all"] == 2048
+    assert faster["p (Holm)"] <= mixed["p (Holm)"] and faster["load average"] == "1.00–1.20"
+    older = record(1024, [(150.0, 100.0)])
+    del older["rounds"][0]["one_subprocess"]  # a record made before the control was timed
+    with pytest.raises(batched.InputError, match="one_subprocess"):
+        batched.same_method_reading([older])

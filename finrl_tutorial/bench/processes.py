@@ -8,8 +8,11 @@ second question on the machine it runs on. For each ``N`` in ``--num-envs`` it m
   started at the same moment, one torch thread each, each timing ``2 × --seconds + 1`` s (longer
   than the single process, so that the two windows overlap although the processes start a moment
   apart); their env-steps/s summed;
-* **one process**, right after both have exited: this process with one batched env of all ``2 N``
-  accounts for ``--seconds``, once on one torch thread and once on one thread per core.
+* **one process, timed the same way**, right after both have exited: one such command with all
+  ``2 N`` accounts, alone, timing ``2 × --seconds + 1`` s; its ratio to the two processes compares
+  like with like in method (a fresh process, the same window, the same start-up);
+* **one process in this process**: this process with one batched env of all ``2 N`` accounts for
+  ``--seconds``, once on one torch thread and once on one thread per core.
 
 One JSON record per ``N``: every round's three rates and 1-minute load average, and the machine.
 Each round's ratio of two processes to either single-process setup is a reading of the record
@@ -68,17 +71,21 @@ def one_process(market, num_envs: int, seconds: float, threads: int) -> float:
 
 
 def measure_rounds(market, num_envs: int, rounds: int = 5, seconds: float = 2.0) -> dict:
-    """``rounds`` interleaved rounds of two processes of ``num_envs`` accounts each, then this process
-    with all ``2 × num_envs`` on one torch thread and on one thread per core (see the module). Returns
+    """``rounds`` interleaved rounds of two processes of ``num_envs`` accounts each, then one such
+    process alone with all ``2 × num_envs``, then this process with all of them on one torch thread
+    and on one thread per core (see the module). Returns
     the record: ``num_envs`` (per process), ``accounts``, ``stocks``, ``cores``, ``seconds`` and
     ``rounds``, one dict per round with ``two_processes`` (the two rates summed), ``two_process_rates``,
+    ``one_subprocess`` (one command with all the accounts, timed as each of the two),
     ``one_process_one_thread``, ``one_process_all_threads`` (absent on one core) and ``loadavg``."""
     cores = os.cpu_count() or 1
     measured = []
     for _ in range(rounds):
         together = env_processes(2, num_envs, 2 * seconds + 1, market.num_stocks)
+        alone, = env_processes(1, 2 * num_envs, 2 * seconds + 1, market.num_stocks)  # the same method, all accounts
         row = {"two_processes": sum(r["env_steps_per_s"] for r in together),
                "two_process_rates": [r["env_steps_per_s"] for r in together],
+               "one_subprocess": alone["env_steps_per_s"],
                "one_process_one_thread": one_process(market, 2 * num_envs, seconds, 1)}
         if cores > 1:
             row["one_process_all_threads"] = one_process(market, 2 * num_envs, seconds, cores)

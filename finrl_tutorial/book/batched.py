@@ -224,6 +224,10 @@ PROCESSES_RECORD = "bench_processes_quiet.jsonl"
 """The stored ``bench processes`` record (6.5): two processes of 1,024 and of 8,192 accounts each
 against one process with all their accounts, 5 interleaved rounds each, on a quiet 2-core machine."""
 
+CONTROL_PROCESSES_RECORD = "bench_processes_control.jsonl"
+"""The same ``bench processes`` command made again (6.5), whose rounds also time one process with all
+the accounts as a separate command, exactly as each of the two (`same_method_reading`)."""
+
 
 def process_record_reading(records, fit: dict | None = None) -> pd.DataFrame:
     """Each size of a stored ``bench processes`` record (`PROCESSES_RECORD`), one row: the
@@ -245,6 +249,36 @@ def process_record_reading(records, fit: dict | None = None) -> pd.DataFrame:
             "verdict": reading["verdict"], "p (Holm)": float(family.loc[n, "p (Holm)"]),
             "load average": _range(float(frame["load average"].min()), float(frame["load average"].max())),
             **({"projected": projected_ratio(fit, n)} if fit else {})}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+SAME_METHOD = "2 processes ÷ 1 process, timed alike"
+"""`same_method_reading`'s ratio: both sides separate ``bench env`` commands over the same window."""
+
+
+def same_method_reading(records) -> pd.DataFrame:
+    """Each size of a ``bench processes`` record whose rounds also timed one command with all the
+    accounts exactly as each of the two processes (``one_subprocess``), one row: the rounds' ratios of
+    the two processes' summed rate ÷ that one command's (`SAME_METHOD`: median, min, max), the verdict
+    of the rounds (`speed_verdict`), the t-test's p on the log ratios after Holm's correction over the
+    sizes and the range of load averages. The like-with-like control for `process_record_reading`,
+    whose single process runs inside the benchmark's own process."""
+    ratios = {int(record["num_envs"]): [row["two_processes"] / row["one_subprocess"] for row in record["rounds"]]
+              for record in records if all("one_subprocess" in row for row in record["rounds"])}
+    if not ratios:
+        raise InputError("no size of this bench processes record timed one process with all the accounts as a "
+                         "separate command (one_subprocess): record it again with the current package")
+    family = holm_speed_tests(ratios)
+    rows = {}
+    for record in records:
+        n = int(record["num_envs"])
+        if n not in ratios:
+            continue
+        loads = [(row.get("loadavg") or [float("nan")])[0] for row in record["rounds"]]
+        rows[f"2 processes × {n:,}"] = {
+            "accounts in all": 2 * n, "rounds": len(ratios[n]), f"{SAME_METHOD}, median": float(np.median(ratios[n])),
+            "min": min(ratios[n]), "max": max(ratios[n]), "verdict": speed_verdict(ratios[n]),
+            "p (Holm)": float(family.loc[n, "p (Holm)"]), "load average": _range(min(loads), max(loads))}
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
