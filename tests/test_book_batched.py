@@ -201,6 +201,8 @@ def test_the_rounds_table_follows_the_verdict_of_every_round(two, verdict):
     assert list(table[batched.RATIO]) == pytest.approx([t / 1e5 for t in two])
     assert list(table["1 process: 2 threads ÷ 1 thread"]) == pytest.approx([0.5, 0.2, 0.9])
     assert styled.caption.endswith(f"verdict over the rounds (±5 % tie margin): {verdict}")
+    fast = batched.rounds_table(rounds, fast=True).caption  # fast mode's short rounds decide nothing
+    assert "no verdict: these rounds are fast mode's short measurements" in fast and verdict not in fast.split(";")[-1]
 
 
 def test_the_rounds_method_lists_every_round_with_its_load_and_names_the_records(recorded):

@@ -36,3 +36,5 @@ def test_note_shows_a_records_words_about_how_it_was_made_in_the_readers_words()
     assert "the package's default learner, two run lengths" in text and "the default learner of that day with" in text
     assert "(other jobs, a third bench)" in text and "**load**: beside other jobs" in text
     assert reader_words("a commitment of 2 days") == "a commitment of 2 days"  # only a commit's hash goes
+    assert reader_words("bench learn --out /tmp/runs/abl --threads 1; --out /tmp/s8/runs/x") == \
+        "bench learn --out runs/abl --threads 1; --out runs/x"

@@ -311,20 +311,23 @@ def rounds_reading(rounds: pd.DataFrame) -> dict:
             "cores": rounds.attrs["cores"], "threads low": float(threads.min()), "threads high": float(threads.max())}
 
 
-def rounds_table(rounds: pd.DataFrame):
+def rounds_table(rounds: pd.DataFrame, fast: bool = False):
     """This run's rounds of `process_rounds` as a styled table, one row per round: two processes ÷ the
     faster single-process setup (`RATIO`), one process on every core's thread ÷ on one thread, and
     the load average at the round's end; the caption holds the verdict of `rounds_reading` (margin
-    `SPEED_TIE_MARGIN`) and the cores."""
+    `SPEED_TIE_MARGIN`) and the cores, or, where the rounds cannot decide (`not_deciding`: ``fast``
+    mode, or a load above the cores), says so instead of giving a verdict."""
     r = rounds_reading(rounds)
+    why = not_deciding(rounds, fast)
     a = rounds.attrs
     table = pd.DataFrame({RATIO: rounds[RATIO].astype(float),
                           f"1 process: {a['cores']} threads ÷ 1 thread": rounds[a["one_all"]] / rounds[a["one"]],
                           "load average": rounds["load average"]})
     table.index = pd.Index(range(1, len(table) + 1), name="round")
     return (table.style.format({RATIO: "{:.2f}×", table.columns[1]: "{:.2f}×", "load average": "{:.2f}"})
-            .set_caption(f"{2 * r['num_envs']:,} accounts in all, {r['cores']} cores; verdict over the rounds "
-                         f"(±{100 * SPEED_TIE_MARGIN:g} % tie margin): {r['verdict']}"))
+            .set_caption(f"{2 * r['num_envs']:,} accounts in all, {r['cores']} cores; "
+                         + (f"no verdict: these rounds {why} (the records below answer)" if why else
+                            f"verdict over the rounds (±{100 * SPEED_TIE_MARGIN:g} % tie margin): {r['verdict']}")))
 
 
 def not_deciding(rounds: pd.DataFrame, fast: bool = False) -> str:

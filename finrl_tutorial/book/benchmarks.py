@@ -100,8 +100,9 @@ def sources_table(names: Mapping[str, str] = CHAPTER_RECORDS) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-#: Committed records that run no learner of this package.
+#: Stored records that run no learner of this package.
 NO_LEARNER = {"bench_env.jsonl": "none (the env alone)", "bench_processes_quiet.jsonl": "none (the env alone)",
+              "bench_processes_control.jsonl": "none (the env alone)",
               "anchors_elegantrl_h200.jsonl": "none (ElegantRL's, on a GPU)"}
 
 

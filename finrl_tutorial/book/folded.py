@@ -32,13 +32,15 @@ def markdown(text: str):
 #: the reader's words. The record itself keeps its note as written.
 READER_WORDS = ((re.compile(r"\s*\(commit [0-9a-f]{7,40}\)"), ""),
                 (re.compile(r"\bof commit [0-9a-f]{7,40}"), "of that day"),
-                (re.compile(r"the book's (?:build and chapter runs|builds|build|test runs|test run)"), "other jobs"))
+                (re.compile(r"the book's (?:build and chapter runs|builds|build|test runs|test run)"), "other jobs"),
+                # a command's scratch folder: where its output went is no part of the method
+                (re.compile(r"--out /tmp/(?:[^\s/]+/)*?runs/"), "--out runs/"))
 
 
 def reader_words(text: str) -> str:
     """``text`` with `READER_WORDS` replaced: ``"the default learner (commit 9c2dee0), two lengths"``
     becomes ``"the default learner, two lengths"``, ``"beside the book's test runs"`` ``"beside other
-    jobs"``."""
+    jobs"``, ``"--out /tmp/runs/x"`` ``"--out runs/x"``."""
     for pattern, replacement in READER_WORDS:
         text = pattern.sub(replacement, text)
     return text
