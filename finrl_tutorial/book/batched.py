@@ -274,11 +274,11 @@ def same_method_reading(records) -> pd.DataFrame:
         n = int(record["num_envs"])
         if n not in ratios:
             continue
-        loads = [(row.get("loadavg") or [float("nan")])[0] for row in record["rounds"]]
+        loads = rounds_frame(record)["load average"]
         rows[f"2 processes × {n:,}"] = {
             "accounts in all": 2 * n, "rounds": len(ratios[n]), f"{SAME_METHOD}, median": float(np.median(ratios[n])),
             "min": min(ratios[n]), "max": max(ratios[n]), "verdict": speed_verdict(ratios[n]),
-            "p (Holm)": float(family.loc[n, "p (Holm)"]), "load average": _range(min(loads), max(loads))}
+            "p (Holm)": float(family.loc[n, "p (Holm)"]), "load average": _range(float(loads.min()), float(loads.max()))}
     return pd.DataFrame.from_dict(rows, orient="index")
 
 

@@ -337,6 +337,12 @@ def overfitting_table(sweep: Mapping) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("market")
 
 
+def noise_family(trials: int, days: int, seed: int) -> np.ndarray:
+    """``days`` × ``trials`` daily returns of pure noise (mean 0, daily volatility 1 %) from seed
+    ``seed``: the family of `pbo_example` and of each draw of `best_of_noise`."""
+    return np.random.default_rng(seed).normal(0.0, 0.01, size=(days, trials))
+
+
 def pbo_example(trials: int = 20, days: int = 750, edge_sharpe: float = 2.0, slices: int = 16, seed: int = 0) -> dict:
     """PBO by CSCV on two families of ``trials`` daily-return series over ``days`` days, computed
     here (well under a second): pure noise (no trial has an edge: the in-sample best is a coin toss
@@ -347,8 +353,7 @@ def pbo_example(trials: int = 20, days: int = 750, edge_sharpe: float = 2.0, sli
     from ..metrics import (PERIODS_PER_YEAR, deflated_sharpe_ratio, probability_of_backtest_overfitting,
                            return_moments)
 
-    rng = np.random.default_rng(seed)
-    noise = rng.normal(0.0, 0.01, size=(days, trials))
+    noise = noise_family(trials, days, seed)
     with_edge = noise.copy()
     with_edge[:, 0] += edge_sharpe / math.sqrt(PERIODS_PER_YEAR) * 0.01  # mean / std = edge_sharpe / √252
     keep = ("pbo", "degradation", "probability_of_loss", "combinations", "slices", "trials", "periods")
@@ -580,14 +585,11 @@ def best_of_noise(trials: int = 20, days: int = 750, draws: int = 2000) -> dict:
     every trial's Sharpe ratio over all draws: the deflated Sharpe's V) and ``expected_max_sharpe``:
     SR0, `finrl_tutorial.metrics.expected_max_sharpe` of ``trials`` and that V, the Sharpe ratio the
     best of ``trials`` unskilled trials is expected to reach by luck alone."""
-    from ..metrics import PERIODS_PER_YEAR, expected_max_sharpe
+    from ..metrics import _annual_sharpe_rows, expected_max_sharpe  # the package's Sharpe, one row per trial
 
     if trials < 2 or days < 2 or draws < 1:
         raise ValueError(f"need trials >= 2, days >= 2 and draws >= 1, got {trials}, {days} and {draws}")
-    sharpes = np.empty((draws, trials))
-    for draw in range(draws):
-        noise = np.random.default_rng(draw).normal(0.0, 0.01, size=(days, trials))  # as pbo_example(seed=draw)
-        sharpes[draw] = noise.mean(axis=0) / noise.std(axis=0, ddof=1) * math.sqrt(PERIODS_PER_YEAR)
+    sharpes = np.stack([_annual_sharpe_rows(noise_family(trials, days, draw).T) for draw in range(draws)])
     variance = float(sharpes.var(ddof=1))
     return {"trials": trials, "days": days, "draws": draws, "best": sharpes.max(axis=1),
             "sharpe_variance": variance, "expected_max_sharpe": expected_max_sharpe(trials, variance)}
