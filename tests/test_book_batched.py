@@ -418,6 +418,22 @@ def test_every_multiplier_names_its_baseline_and_no_word_comes_from_outside_the_
         assert not _OUTSIDE.search(prose), _OUTSIDE.search(prose).group(0)
 
 
+def test_size_and_sharing_split_the_like_with_like_ratio_into_two_factors_whose_product_it_is():
+    rounds = [{"two_processes": 180.0, "one_subprocess": 100.0, "one_subprocess_share": 100.0},  # size 2.0, sharing 0.9
+              {"two_processes": 240.0, "one_subprocess": 80.0, "one_subprocess_share": 120.0}]  # size 3.0, sharing 1.0
+    row = batched.size_and_sharing([{"num_envs": 8192, "rounds": rounds}]).loc["2 processes × 8,192"]
+    assert row[f"{batched.SIZE_EFFECT}, median"] == pytest.approx(2.5) and (row["size min"], row["size max"]) == (2.0, 3.0)
+    assert row[f"{batched.SHARING}, median"] == pytest.approx(0.95) and row["sharing min"] == pytest.approx(0.9)
+    one = {"num_envs": 8192, "cores": 2, "seconds": 2.0,  # one round: the factors multiply back to the like-with-like ratio
+           "rounds": [rounds[1] | {"two_process_rates": [120.0, 120.0], "one_process_one_thread": 80.0, "loadavg": [1.0] * 3}]}
+    split = batched.size_and_sharing([one]).iloc[0]
+    assert split[f"{batched.SIZE_EFFECT}, median"] * split[f"{batched.SHARING}, median"] == pytest.approx(
+        batched.same_method_reading([one]).iloc[0][f"{batched.SAME_METHOD}, median"])
+    assert row["1 process × N alone, env-steps/s"] == pytest.approx(110.0) and row["rounds"] == 2
+    with pytest.raises(batched.InputError, match="one_subprocess_share"):  # a record made before the share was timed
+        batched.size_and_sharing([{"num_envs": 8192, "rounds": [{"two_processes": 1.0, "one_subprocess": 1.0}]}])
+
+
 def test_same_method_reading_sets_two_processes_against_one_timed_alike():
     def record(n, pairs):
         return {"num_envs": n, "cores": 2, "seconds": 2.0,

@@ -167,6 +167,15 @@ def test_batched_vs_subprocess_keeps_every_shared_size():
     assert list(benchmarks.batched_vs_subprocess(frame)["batched ÷ subprocess"]) == [2.0, 8.0]
 
 
+def test_rates_across_records_keep_only_the_sizes_both_hold_and_only_the_named_kind():
+    env = pd.DataFrame({"env": ["vec", "vec", "vmap"], "num_envs": [1, 4, 1], "env_steps_per_s": [100.0, 400.0, 50.0]})
+    scale_records = [{"layout": "vec", "num_envs": 1, "env_steps_per_s": 50.0},
+                     {"layout": "vec", "num_envs": 16, "env_steps_per_s": 900.0},
+                     {"layout": "vmap", "num_envs": 4, "env_steps_per_s": 10.0}]
+    table = benchmarks.rates_across_records(env, scale_records)
+    assert list(table.index) == [1] and table.loc[1, "bench scale ÷ bench env"] == pytest.approx(0.5)
+
+
 def test_env_note_names_both_records_and_their_dates(env, quiet):
     note = str(benchmarks.env_note(env.to_dict("records"), quiet))
     assert "`bench_env.jsonl`, 2026-12-01" in note and f"`{scale.SCALE_RECORD}` (2026-12-02)" in note

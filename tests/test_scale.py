@@ -474,6 +474,7 @@ def test_bench_processes_times_two_processes_and_one_in_each_round():
         assert len(row["two_process_rates"]) == 2 and row["two_processes"] == pytest.approx(sum(row["two_process_rates"]))
         assert row["one_process_one_thread"] > 0 and len(row["loadavg"]) == 3
         assert row["one_subprocess"] > 0  # one command with all 4 accounts, timed as each of the two
+        assert row["one_subprocess_share"] > 0  # one command with one process's 2 accounts, alone
     assert record["command"]  # bench.run names the command that made it
 
 

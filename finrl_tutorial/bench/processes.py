@@ -11,10 +11,13 @@ second question on the machine it runs on. For each ``N`` in ``--num-envs`` it m
 * **one process, timed the same way**, right after both have exited: one such command with all
   ``2 N`` accounts, alone, timing ``2 × --seconds + 1`` s; its ratio to the two processes compares
   like with like in method (a fresh process, the same window, the same start-up);
+* **one process of one share, timed the same way**: one such command with ``N`` accounts, alone.
+  Against the command with ``2 N`` it shows how the rate of one process changes with its size, and
+  against either of the two processes how much they slow each other down;
 * **one process in this process**: this process with one batched env of all ``2 N`` accounts for
   ``--seconds``, once on one torch thread and once on one thread per core.
 
-One JSON record per ``N``: every round's three rates and 1-minute load average, and the machine.
+One JSON record per ``N``: every round's rates and 1-minute load average, and the machine.
 Each round's ratio of two processes to either single-process setup is a reading of the record
 (`finrl_tutorial.book.batched`); this module only measures.
 """
@@ -77,15 +80,18 @@ def measure_rounds(market, num_envs: int, rounds: int = 5, seconds: float = 2.0)
     the record: ``num_envs`` (per process), ``accounts``, ``stocks``, ``cores``, ``seconds`` and
     ``rounds``, one dict per round with ``two_processes`` (the two rates summed), ``two_process_rates``,
     ``one_subprocess`` (one command with all the accounts, timed as each of the two),
+    ``one_subprocess_share`` (one such command with ``num_envs`` accounts, alone),
     ``one_process_one_thread``, ``one_process_all_threads`` (absent on one core) and ``loadavg``."""
     cores = os.cpu_count() or 1
     measured = []
     for _ in range(rounds):
         together = env_processes(2, num_envs, 2 * seconds + 1, market.num_stocks)
         alone, = env_processes(1, 2 * num_envs, 2 * seconds + 1, market.num_stocks)  # the same method, all accounts
+        share, = env_processes(1, num_envs, 2 * seconds + 1, market.num_stocks)  # one process's share, alone
         row = {"two_processes": sum(r["env_steps_per_s"] for r in together),
                "two_process_rates": [r["env_steps_per_s"] for r in together],
                "one_subprocess": alone["env_steps_per_s"],
+               "one_subprocess_share": share["env_steps_per_s"],
                "one_process_one_thread": one_process(market, 2 * num_envs, seconds, 1)}
         if cores > 1:
             row["one_process_all_threads"] = one_process(market, 2 * num_envs, seconds, cores)

@@ -282,6 +282,41 @@ def same_method_reading(records) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
+SIZE_EFFECT = "size: 2 × rate at N ÷ rate at 2N"
+"""`size_and_sharing`'s first factor: what two processes would make, each at its own rate alone, ÷ one
+process with all their accounts (both timed as separate commands)."""
+
+SHARING = "sharing: 2 processes ÷ 2 × rate at N"
+"""`size_and_sharing`'s second factor: the two processes' summed rate ÷ twice one of them alone (below
+1 when they slow each other down)."""
+
+
+def size_and_sharing(records) -> pd.DataFrame:
+    """Each size ``N`` of a ``bench processes`` record whose rounds also timed one process of ``N``
+    accounts alone (``one_subprocess_share``), one row splitting `same_method_reading`'s ratio into two
+    factors, round by round: `SIZE_EFFECT` (how much faster a process steps per account at ``N`` than at
+    ``2 N``) and `SHARING` (what running side by side costs the two). Their product is the ratio itself.
+    Also the median rates of one process of ``N`` and of ``2 N`` accounts alone."""
+    rows = {}
+    for record in records:
+        rounds = record["rounds"]
+        if not all("one_subprocess_share" in row for row in rounds):
+            continue
+        n = int(record["num_envs"])
+        size = [2 * row["one_subprocess_share"] / row["one_subprocess"] for row in rounds]
+        sharing = [row["two_processes"] / (2 * row["one_subprocess_share"]) for row in rounds]
+        rows[f"2 processes × {n:,}"] = {
+            "1 process × N alone, env-steps/s": float(np.median([row["one_subprocess_share"] for row in rounds])),
+            "1 process × 2N alone, env-steps/s": float(np.median([row["one_subprocess"] for row in rounds])),
+            f"{SIZE_EFFECT}, median": float(np.median(size)), "size min": min(size), "size max": max(size),
+            f"{SHARING}, median": float(np.median(sharing)), "sharing min": min(sharing), "sharing max": max(sharing),
+            "rounds": len(rounds)}
+    if not rows:
+        raise InputError("no size of this bench processes record timed one process's share alone "
+                         "(one_subprocess_share): record it again with the current package")
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
 def _layouts(rounds: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(rounds.attrs[key] for key in ("one", "one_all", "two")))
 

@@ -210,6 +210,18 @@ def quiet_two_accounts(scale_records: Iterable[dict]) -> float:
     return float(table.loc["vec 2", "speed-up"])
 
 
+def rates_across_records(env: pd.DataFrame, scale_records: Iterable[dict], kind: str = "vec") -> pd.DataFrame:
+    """The env ``kind``'s env-steps/s at every number of accounts that both a ``bench env`` frame and a
+    ``bench scale`` record hold, one row each: the two rates and the second ÷ the first."""
+    here = env[env["env"] == kind].set_index("num_envs")["env_steps_per_s"]
+    there = pd.Series({int(r["num_envs"]): r["env_steps_per_s"] for r in scale_records if r["layout"] == kind})
+    shared = sorted(set(here.index) & set(there.index))
+    table = pd.DataFrame({"bench env": here.loc[shared].to_numpy(), "bench scale": there.loc[shared].to_numpy()},
+                         index=pd.Index(shared, name="accounts"))
+    table["bench scale ÷ bench env"] = table["bench scale"] / table["bench env"]
+    return table
+
+
 def call_seconds(env: pd.DataFrame, kind: str = "vec") -> pd.Series:
     """Seconds of one step call of the env ``kind`` at each number of accounts of a ``bench env`` frame:
     accounts ÷ env-steps/s."""
