@@ -436,7 +436,9 @@ def rounds_method(rounds: pd.DataFrame, recorded: dict):
     pair, loaded = recorded["two processes"], recorded["loaded"]
     return _dropdown("How this was measured", f"""
 Each round starts two processes at the same moment, each running `{a['command']}` (one torch
-thread each; their env-steps/s are summed), then measures this process alone with all
+thread each; their env-steps/s are summed). Then one such command runs alone with all
+{2 * a['num_envs']:,} accounts, and one with {a['num_envs']:,} (the stored control record's
+like-with-like ratio and its size × sharing split read these two). Last, this process measures all
 {2 * a['num_envs']:,} accounts for {a['seconds']:g} s on 1 torch thread and on {a['cores']}. The
 rounds are interleaved, so a slow spell of the machine hits every layout alike; each round's ratio
 divides the two processes by the faster single-process setup *of the same round*. The verdict is
