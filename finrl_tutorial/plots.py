@@ -49,7 +49,8 @@ def plot_equity(
 
     ``curves`` maps a label (strategy, agent, benchmark) to a wealth series indexed by
     date. Top axis: ``W_t / W_0``, with the start (1.0) as the reference line. Bottom axis:
-    ``100 * (W_t / max_{s<=t} W_s - 1)``, filled down from 0. The two axes share the x-axis.
+    ``100 * (W_t / max_{s<=t} W_s - 1)``, one line per curve, the highlighted curve's also filled down
+    from 0 (overlapping filled areas would hide each other). The two axes share the x-axis.
 
     The curve labelled ``highlight`` (the agent, by default) is the one the figure is about:
     it is drawn last, on top of the baselines, in black and twice as wide, and heads the legend,
@@ -75,10 +76,9 @@ def plot_equity(
                  else dict(linewidth=1.1, alpha=0.85, zorder=2 + rank))
         (line,) = ax_w.plot(norm.index, norm.to_numpy(), label=str(label), **style)
         handles[label], norms[label], styles[label] = line, norm, style
-        ax_dd.fill_between(
-            dd.index, 100.0 * dd.to_numpy(), 0.0, color=line.get_color(),
-            alpha=0.12 if label == hero else 0.2, linewidth=0, zorder=style["zorder"]
-        )
+        if label == hero or hero is None and len(curves) == 1:  # one filled area: several overlap into mud
+            ax_dd.fill_between(dd.index, 100.0 * dd.to_numpy(), 0.0, color=line.get_color(), alpha=0.12,
+                               linewidth=0, zorder=style["zorder"])
         ax_dd.plot(dd.index, 100.0 * dd.to_numpy(), color=line.get_color(),
                    linewidth=1.6 if label == hero else 0.7, zorder=style["zorder"])
     ax_w.axhline(1.0, color="grey", linewidth=0.6, linestyle="--")

@@ -127,6 +127,15 @@ def test_commands_note_shows_each_record_command_as_a_reader_runs_it():
     assert "Method: 50-200 timed steps after warm-up, `torch.cuda.synchronize()` before reading the clock" in note
 
 
+def test_commands_note_shows_every_command_of_a_chain_and_names_the_merge():
+    note = str(benchmarks.commands_note(["bench_learn_small_network_confirm100.json", "bench_sweep.json"]))
+    confirm = next(line for line in note.splitlines() if "confirm100" in line)
+    assert confirm.count("`python -m finrl_tutorial bench learn") == 4  # markets 600 and 601-604, both networks
+    assert "--seeds 4 --first-seed 601" in confirm and confirm.count("--set hidden_sizes=32,") == 2
+    sweep = next(line for line in note.splitlines() if "bench_sweep.json" in line)
+    assert "--merge" not in sweep.replace("with `--merge`", "") and "then merged" in sweep
+
+
 def test_commands_note_gives_a_plain_learner_record_the_command_that_makes_it_today():
     note = str(benchmarks.commands_note(["main_job_5seeds_report.json", "main_job_pathwise_5seeds_report.json"]))
     plain, default = (line for line in note.splitlines() if line.startswith("- `main_job"))

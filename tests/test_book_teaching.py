@@ -47,3 +47,10 @@ def test_the_best_of_noise_figure_draws_every_draw_sr0_and_the_edge():
     teaching.plot_best_of_noise(noise, ax)
     assert not any(line.get_label().startswith("one real edge") or line.get_marker() == "|" for line in ax.get_lines())
     plt.close(fig)
+
+
+def test_p_value_shows_three_decimals_and_a_bound_below_them():
+    from finrl_tutorial.book.teaching import p_value
+
+    assert [p_value(p) for p in (0.0004, 0.00099, 0.001, 0.0123, 0.5)] == ["< 0.001", "< 0.001", "0.001", "0.012", "0.500"]
+    assert p_value(float("nan")) == ""

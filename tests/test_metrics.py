@@ -347,6 +347,8 @@ def test_plot_equity(tmp_path):
         assert line.get_ydata()[0] == pytest.approx(1.0)
     with pytest.raises(ValueError):
         P.plot_equity({})
+    ax_dd = fig.axes[-1]  # the drawdowns: a line per curve, one filled area (the agent's), not overlapping fills
+    assert len(ax_dd.get_lines()) == 2 and len(ax_dd.collections) == 1
 
 
 def test_plot_learning_curve(tmp_path):

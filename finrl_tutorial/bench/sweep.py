@@ -400,8 +400,8 @@ def plot_sweep(record: dict, path=None, title: str | None = None):
             if j == 0:
                 ax.set_ylabel("validation Sharpe")
     seeds = sorted({r["seed"] for r in runs})
-    heading = f"{record.get('experiment', 'knobs')} sweep, {record['total_steps']:,} env-steps per run: " \
-              f"mean over seeds {seeds}, band = lowest..highest seed"
+    spread = f"mean over seeds {seeds}, band = lowest..highest seed" if len(seeds) > 1 else f"one seed ({seeds[0]})"
+    heading = f"{record.get('experiment', 'knobs')} sweep, {record['total_steps']:,} env-steps per run: {spread}"
     fig.suptitle(f"{title}: {heading}" if title else heading, fontsize="medium")
     if path is not None:
         save_figure(fig, path)

@@ -621,8 +621,8 @@ def box_contents(result: dict, gpu: dict, above: pd.DataFrame | None = None) -> 
         },
         "shows": "the batched env against the subprocess VecEnv at equal accounts, one ratio each (the batched env "
                  "faster in "
-                 + _faster_count(list(result["same sizes"].values()) + [c["two accounts"]["speed-up"]])
-                 + " on this CPU); what more accounts per call buy; whether a second batched process helped "
+                 + _faster_count(list(result["same sizes"].values()))
+                 + " by this run on this CPU; the record's are in the summary); what more accounts per call buy; whether a second batched process helped "
                  "on this CPU at this load",
         "does_not_show": "this package's env on a GPU (not measured on a GPU), or machines with more free cores",
     }

@@ -153,7 +153,16 @@ def commands_note(names: Iterable[str]) -> MethodNote:
             items.append(f"`{name}`: {record_provenance(records)}")  # another program's measurement: its meta line
             continue
         plain = ran_plain_learner(records[0])  # the plain learner's record: the command that makes it today
-        shown = [f"`{reader_command(c, plain=plain)}`" if c.startswith("python") else c for c in commands]
+        shown = []
+        for command in commands:  # every command of a chain (a && b), each as a reader runs it
+            parts = [part.strip() for part in command.split("&&")]
+            runs = [part for part in parts if "--merge" not in part.split()]
+            if not runs:  # a merge alone: the commands of the parts it merged, where the record keeps them
+                runs = list(dict.fromkeys(str(part["command"]) for part in records[0].get("merged_from", [])
+                                          if isinstance(part, dict) and "command" in part)) or parts
+            shown += [f"`{reader_command(part, plain=plain)}`" if part.startswith("python") else part for part in runs]
+            if any("--merge" in part.split() for part in parts) and runs != parts:
+                shown[-1] += " (then merged into one record with `--merge`)"
         items.append(f"`{name}`: " + "; ".join(shown))
     return how_measured(items, "The commands behind these records")
 

@@ -198,7 +198,8 @@ def style_signal_rule(table: pd.DataFrame):
                  [f"[{teaching.points(low)}, {teaching.points(high)}]" for low, high in zip(table["low"], table["high"])])
     percent = {c: "{:+.1%}" for c in ("agent excess", "signal rule excess")}
     shown = shown.rename(columns={"mean difference": "mean difference (points)"})
-    return shown.style.format(percent | {"mean difference (points)": teaching.points, "p (t)": "{:.3f}", "p (Holm)": "{:.3f}"})
+    return shown.style.format(percent | {"mean difference (points)": teaching.points, "p (t)": teaching.p_value,
+                                 "p (Holm)": teaching.p_value})
 
 
 def learn_rebuilt(learn: Mapping, env_config, family: str = "factor", algo: str = "ppo", markets: int = 3) -> dict:
@@ -733,7 +734,7 @@ def style_ablation(table: pd.DataFrame):
     shown = shown.rename(columns={"default − this (mean)": "default − this (mean, points)"})
     return shown.style.format({"agent excess (mean)": "{:+.1%}", "default − this (mean, points)": teaching.points, "informed oracle captured (pooled)": "{:.2f}",
                                          "chosen on 4 years: captured (pooled)": "{:.2f}",
-                                         "p (t)": "{:.3f}", "p (Holm)": "{:.3f}"}, na_rep="")
+                                         "p (t)": teaching.p_value, "p (Holm)": teaching.p_value}, na_rep="")
 
 
 def style_comparison(table: pd.DataFrame):

@@ -37,6 +37,7 @@ import pandas as pd
 
 from ..bench.scale import PHASES, default_minibatches, scale_label
 from ..errors import InputError
+from .teaching import p_value
 
 SCALE_RECORD = "bench_scale_quiet.jsonl"
 """The ``bench scale`` record the scale-out chapters read: 2 CPU cores, quiet (each record holds its
@@ -635,7 +636,7 @@ def holm_speed_tests(comparisons, level: float = 0.05) -> pd.DataFrame:
 def family_view(family: pd.DataFrame):
     """A `holm_speed_tests` table as the chapters show it (a Styler): ratios as ``1.29×``, p-values at
     3 decimals."""
-    return family.style.format({"geometric mean": "{:.2f}×", "p (t)": "{:.3f}", "p (Holm)": "{:.3f}"})
+    return family.style.format({"geometric mean": "{:.2f}×", "p (t)": p_value, "p (Holm)": p_value})
 
 
 # --- chapter 6: the cost of one call of a batched env ------------------------------------------------

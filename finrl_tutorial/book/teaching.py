@@ -162,6 +162,14 @@ def points(value: float) -> str:
     return f"{100 * value:+.1f}"
 
 
+def p_value(p: float) -> str:
+    """A p-value for a table: three decimals, and ``< 0.001`` below that, so that a p of 0.0004 is
+    not shown as 0.000 nor one of 0.0006 as 0.001; empty for a missing value."""
+    if p != p:  # NaN
+        return ""
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
 def points_text(test: Mapping, mean: str = "mean") -> str:
     """A paired difference with its interval in points: ``+28.3 points [+12.2, +44.5]`` (``test``: a
     `t_interval`-like mapping with ``low`` and ``high`` and the mean under ``mean``)."""
