@@ -277,3 +277,21 @@ def test_the_trainer_model_needs_two_sizes_of_the_one_thread_trainer(quiet):
     only = [r for r in quiet if not (r["layout"] == "trainer" and r["num_envs"] == 64)]
     with pytest.raises(InputError, match="two sizes"):
         scale.fit_trainer_model(only)
+
+
+def test_projection_by_round_refits_on_each_round_and_agrees_with_the_medians_when_the_rounds_do():
+    records = read_records(scale.SCALE_RECORD)
+    spread = scale.projection_by_round(records, "workers", learner_threads=2)
+    assert list(spread.index) == [1, 2, 3] and list(spread.columns) == [4, 8]
+    assert spread[4].max() - spread[4].min() > 0.1  # three rounds' phases give three different fits
+    first = scale.round_records(records, 0)
+    kept = [r for r in records if r.get("runs") and "phases" in r["runs"][0]]
+    assert kept and all(a["phases"] == r["runs"][0]["phases"] for a, r in zip(first, records) if r in kept)
+    # rounds that all measured the medians refit to the medians' own projection
+    same = [r | {"runs": [{"phases": r["phases"], "samples_per_s": r["samples_per_s"]}] * 3} if r.get("runs") else r
+            for r in records]
+    overall = scale.project(scale.fit_cost_model(records, "ddp"), (4, 8), baseline=scale.fit_trainer_model(records))
+    again = scale.projection_by_round(same, "ddp")
+    assert again.loc[2, 8] == pytest.approx(overall.loc[8, "speed-up"]) and again.loc[3, 4] == pytest.approx(overall.loc[4, "speed-up"])
+    with pytest.raises(InputError, match="keep no rounds"):
+        scale.projection_by_round([{k: v for k, v in r.items() if k != "runs"} for r in records], "ddp")

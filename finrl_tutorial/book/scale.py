@@ -446,6 +446,38 @@ def fit_trainer_model(records: Iterable[dict], key: str = "samples_per_s") -> Tr
                         scale_label(anchor), tuple(sorted({int(r["samples_per_iteration"]) for r in ones})))
 
 
+def round_records(records: Iterable[dict], index: int) -> list[dict]:
+    """The records as round ``index`` of their interleaved rounds measured them: each record that kept
+    its rounds (``runs``, with phases) takes that round's phases and samples/s; the others stay."""
+    out = []
+    for record in records:
+        runs = record.get("runs") or []
+        if len(runs) > index and "phases" in runs[index]:
+            record = record | {"phases": runs[index]["phases"], "samples_per_s": runs[index]["samples_per_s"]}
+        out.append(record)
+    return out
+
+
+def projection_by_round(records: Iterable[dict], layout: str, learner_threads: int = 1,
+                        processes: Iterable[int] = (4, 8)) -> pd.DataFrame:
+    """The like-with-like projection (`project` against `fit_trainer_model`) refitted on each
+    interleaved round alone (`round_records`), one row per round: how far the projection moves when
+    the phases it is fitted to come from one round instead of the rounds' medians. A spread, not a
+    confidence interval: three rounds make three fits."""
+    records, processes = list(records), tuple(processes)
+    counts = [len(r["runs"]) for r in records if r.get("layout") in (layout, BASELINE_LAYOUT) and "phases" in r
+              and r.get("runs")]
+    if not counts:
+        raise InputError(f"the records keep no rounds of the {layout} layout and the in-process trainer")
+    rows = {}
+    for index in range(min(counts)):
+        one_round = round_records(records, index)
+        model = fit_cost_model(one_round, layout, learner_threads)
+        projected = project(model, processes, baseline=fit_trainer_model(one_round))
+        rows[index + 1] = {p: float(projected.loc[p, "speed-up"]) for p in processes}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("round")
+
+
 def _baseline_rate(baseline, samples: float) -> float:
     return baseline.samples_per_s(samples) if isinstance(baseline, TrainerModel) else float(baseline)
 
