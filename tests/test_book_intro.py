@@ -55,6 +55,8 @@ def test_the_workers_row_reads_the_quiet_record(quiet):
     trainer = scale.fit_trainer_model(quiet)
     projected = scale.project(model, (4, 8), baseline=trainer)["speed-up"]
     assert {f"{value:.2f}" for value in projected} == {"1.11"} and "projects 1.11× for 4 and for 8 workers" in row
+    by_round = scale.projection_by_round(quiet, "workers", learner_threads=2)
+    assert f"({by_round.min().min():.2f}–{by_round.max().max():.2f}× when refitted on each of the three rounds alone" in row
 
 
 def test_the_learners_row_reads_the_quiet_record(quiet):
